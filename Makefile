@@ -1,0 +1,47 @@
+# The two entry points on a fresh machine are `make demo` and `make test`;
+# both install what they need first.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+PROTOS := gazette_core/broker/protocol/protocol.proto \
+          gazette_core/consumer/recoverylog/recorded_op.proto \
+          gazette_core/consumer/protocol/consumer.proto
+
+.PHONY: install etcd protos lint test demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) etcd
+
+# Etcd comes from Debian's etcd-server package when it is not on the PATH.
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { \
+	  echo "installing etcd-server (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
+	@etcd --version | head -1
+
+protos: $(STAMP)
+	PATH=$(VENV)/bin:$$PATH $(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
+	  --mypy_out=. --mypy_grpc_out=. $(PROTOS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check gazette_core gazctl tests bench
+	$(VENV)/bin/mypy
+
+test: install lint
+	$(VENV)/bin/pytest -q
+
+demo: install
+	$(PY) -m gazette_core.local.demo
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache

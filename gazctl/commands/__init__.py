@@ -1,0 +1,1 @@
+"""One module per gazctl command (`journals_list.py`, `local.py`, ...)."""

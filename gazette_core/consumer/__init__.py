@@ -1,0 +1,1 @@
+"""The consumer framework: shards, transactions and recorded stores (wire formats so far)."""

@@ -1,0 +1,1 @@
+"""Consumer wire protocol: generated from `consumer.proto`."""

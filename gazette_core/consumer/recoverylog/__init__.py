@@ -1,0 +1,1 @@
+"""Recovery-log wire formats: generated from `recorded_op.proto`."""

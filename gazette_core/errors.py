@@ -1,0 +1,62 @@
+"""Typed errors of the library, each mapping to a protocol Status or a bad input.
+
+Library code raises these; only `gazctl` prints them and picks exit codes.
+"""
+
+from __future__ import annotations
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+
+# Statuses a client may retry after a short back-off: the cluster is moving
+# (routes, assignments) and will settle without operator action.
+RETRIABLE_STATUSES = frozenset(
+    {
+        pb.NO_JOURNAL_PRIMARY_BROKER,
+        pb.NOT_JOURNAL_PRIMARY_BROKER,
+        pb.INSUFFICIENT_JOURNAL_BROKERS,
+        pb.NOT_JOURNAL_BROKER,
+        pb.WRONG_ROUTE,
+        pb.FRAGMENT_STORE_UNHEALTHY,
+    }
+)
+
+
+class GazetteError(Exception):
+    """Base of every error the library raises on purpose."""
+
+    retriable: bool = False
+
+
+class ValidationError(GazetteError, ValueError):
+    """A message or spec failed validation; `path` is the dotted field path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+    def prefixed(self, prefix: str) -> ValidationError:
+        """The same error with `prefix` prepended to its path."""
+        path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else (
+            f"{prefix}{self.path}"
+        )
+        return ValidationError(path, self.reason)
+
+
+class StatusError(GazetteError):
+    """A broker answered with a non-OK protocol Status."""
+
+    def __init__(self, status: int, detail: str = "", journal: str = "") -> None:
+        self.status = status
+        self.detail = detail
+        self.journal = journal
+        self.retriable = status in RETRIABLE_STATUSES
+        name = pb.Status.Name(status) if status in pb.Status.values() else str(status)
+        where = f" (journal {journal!r})" if journal else ""
+        super().__init__(f"{name}{where}" + (f": {detail}" if detail else ""))
+
+
+class UnavailableError(GazetteError):
+    """A broker or etcd could not be reached within the deadline."""
+
+    retriable = True

@@ -1,0 +1,1 @@
+"""gRPC serving: the asyncio server that hosts the Journal service."""

@@ -1,0 +1,1 @@
+"""Importable harnesses for tests and benchmarks: a real etcd subprocess and in-process brokers."""
