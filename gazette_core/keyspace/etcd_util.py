@@ -1,0 +1,108 @@
+"""Thin helpers over aetcd's raw gRPC stubs, keeping etcd response headers.
+
+aetcd's high-level calls drop the ResponseHeader (cluster id, revision, raft
+term), which brokers must echo in their own headers, so transactions and
+ranges here go through the low-level stubs and return raw responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+import aetcd
+from aetcd import rpc
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+
+DEFAULT_ETCD_PORT = 2379
+
+
+def _key(key: str | bytes) -> bytes:
+    return key.encode() if isinstance(key, str) else key
+
+
+async def connect(endpoint: str) -> aetcd.Client:
+    """A connected client for an endpoint like "http://127.0.0.1:2379"."""
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"unsupported etcd endpoint {endpoint!r} (want http://host:port)")
+    client = aetcd.Client(host=parts.hostname, port=parts.port or DEFAULT_ETCD_PORT)
+    await client.connect()
+    return client
+
+
+async def txn(
+    client: aetcd.Client,
+    compare: Iterable[rpc.Compare],
+    success: Iterable[rpc.RequestOp],
+    failure: Iterable[rpc.RequestOp] = (),
+) -> rpc.TxnResponse:
+    """Run one transaction and return the raw response, header included."""
+    await client.connect()
+    request = rpc.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
+    return await client.kvstub.Txn(request, metadata=client.metadata)
+
+
+async def get_prefix(client: aetcd.Client, prefix: str) -> rpc.RangeResponse:
+    """Every key under `prefix` in key order, with the response header."""
+    await client.connect()
+    key = _key(prefix)
+    request = rpc.RangeRequest(key=key, range_end=prefix_range_end(key))
+    return await client.kvstub.Range(request, metadata=client.metadata)
+
+
+def prefix_range_end(prefix: bytes) -> bytes:
+    """The exclusive range end covering every key that starts with `prefix`."""
+    end = bytearray(prefix)
+    while end:
+        if end[-1] < 0xFF:
+            end[-1] += 1
+            return bytes(end)
+        end.pop()
+    # An empty or all-0xff prefix means "to the end of the keyspace".
+    return b"\0"
+
+
+def header_of(resp_header: rpc.ResponseHeader) -> pb.Header.Etcd:
+    """The protocol's Etcd header copied from an etcd ResponseHeader."""
+    return pb.Header.Etcd(
+        cluster_id=resp_header.cluster_id,
+        member_id=resp_header.member_id,
+        revision=resp_header.revision,
+        raft_term=resp_header.raft_term,
+    )
+
+
+def put_op(key: str | bytes, value: bytes, lease: int = 0) -> rpc.RequestOp:
+    """A txn op putting `value` at `key`, attached to `lease` when non-zero."""
+    return rpc.RequestOp(request_put=rpc.PutRequest(key=_key(key), value=value, lease=lease))
+
+
+def delete_op(key: str | bytes) -> rpc.RequestOp:
+    """A txn op deleting exactly `key`."""
+    return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=_key(key)))
+
+
+def get_op(key: str | bytes) -> rpc.RequestOp:
+    """A txn op reading exactly `key`."""
+    return rpc.RequestOp(request_range=rpc.RangeRequest(key=_key(key)))
+
+
+def _cmp(key: str | bytes, target: int, **value: int) -> rpc.Compare:
+    return rpc.Compare(key=_key(key), result=rpc.Compare.EQUAL, target=target, **value)
+
+
+def cmp_mod_revision(key: str | bytes, rev: int) -> rpc.Compare:
+    """Compare: the key's mod revision equals `rev` (0 = absent)."""
+    return _cmp(key, rpc.Compare.MOD, mod_revision=rev)
+
+
+def cmp_create_revision(key: str | bytes, rev: int) -> rpc.Compare:
+    """Compare: the key's create revision equals `rev` (0 = absent)."""
+    return _cmp(key, rpc.Compare.CREATE, create_revision=rev)
+
+
+def cmp_version(key: str | bytes, version: int) -> rpc.Compare:
+    """Compare: the key's version equals `version` (0 = absent)."""
+    return _cmp(key, rpc.Compare.VERSION, version=version)

@@ -1,0 +1,129 @@
+"""A real etcd server run as a subprocess on loopback ports, for tests and demos.
+
+Each server gets its own temporary data directory and free client and peer
+ports, so several can run side by side and nothing leaks between sessions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from gazette_core.errors import UnavailableError
+
+ETCD_BINARY = "etcd"
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that was free when asked (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class EtcdServer:
+    """An etcd subprocess serving on `endpoint` until `stop()`."""
+
+    def __init__(self, binary: str = ETCD_BINARY, start_timeout: float = 30.0) -> None:
+        self._binary = binary
+        self._start_timeout = start_timeout
+        self._dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: Path | None = None
+        self.client_port = 0
+        self.peer_port = 0
+
+    @property
+    def endpoint(self) -> str:
+        """Client URL, e.g. "http://127.0.0.1:23790"."""
+        return f"http://{HOST}:{self.client_port}"
+
+    def start(self) -> EtcdServer:
+        """Launch etcd and block until it answers its health check."""
+        self._dir = Path(tempfile.mkdtemp(prefix="gazette-etcd-"))
+        self._log = self._dir / "etcd.log"
+        self.client_port, self.peer_port = free_port(), free_port()
+        peer = f"http://{HOST}:{self.peer_port}"
+        args = [
+            self._binary,
+            "--name", "gazette-test",
+            "--data-dir", str(self._dir / "data"),
+            "--listen-client-urls", self.endpoint,
+            "--advertise-client-urls", self.endpoint,
+            "--listen-peer-urls", peer,
+            "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"gazette-test={peer}",
+            "--initial-cluster-state", "new",
+        ]
+        # etcd logs to stderr; keep it in the data dir so start failures can quote it.
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise UnavailableError(
+                    f"etcd exited with code {self._proc.returncode}: {self._log_tail()}"
+                )
+            if self._healthy():
+                return
+            time.sleep(0.05)
+        raise UnavailableError(
+            f"etcd did not become healthy within {self._start_timeout}s: {self._log_tail()}"
+        )
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=1.0) as resp:
+                return b'"true"' in resp.read()
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _log_tail(self) -> str:
+        if self._log is None or not self._log.exists():
+            return "(no log)"
+        return self._log.read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        """Terminate etcd, wait for it and remove its data directory."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.terminate()
+                try:
+                    self._proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait()
+            self._proc = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> EtcdServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
