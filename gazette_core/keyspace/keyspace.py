@@ -1,0 +1,228 @@
+"""KeySpace: a decoded, ordered mirror of every key under an Etcd prefix.
+
+It loads the prefix with one Range, then follows a Watch from the next
+revision, applying events in order. Readers see a consistent snapshot between
+awaits (updates are applied synchronously on the event loop) and can wait for
+a revision, e.g. one returned by their own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+import aetcd
+from aetcd import rpc
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import GazetteError
+from gazette_core.keyspace import etcd_util
+from gazette_core.keyspace.watch import WatchStream
+
+log = logging.getLogger(__name__)
+
+Decoder = Callable[[str, bytes], object]
+
+# Pause before re-loading after a failed watch, so a down etcd isn't hammered.
+RETRY_DELAY = 0.5
+# How often a waiter behind the wanted revision re-asks etcd for watch progress.
+PROGRESS_INTERVAL = 1.0
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """One key of the mirror with its decoded value and etcd metadata."""
+
+    key: str
+    raw: bytes
+    decoded: object
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int
+
+
+class KeySpace:
+    """Mirror of the keys under `root`, decoded by `decode(key, value)`."""
+
+    def __init__(self, client: aetcd.Client, root: str, decode: Decoder) -> None:
+        self.client = client
+        self.root = root
+        self._decode = decode
+        self._keys: list[str] = []
+        self._kvs: dict[str, KeyValue] = {}
+        self.header = pb.Header.Etcd()
+        self.observers: list[Callable[[], None]] = []
+        self._changed = asyncio.Event()
+        self._watch: WatchStream | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def revision(self) -> int:
+        """The latest etcd revision this mirror is known to reflect."""
+        return int(self.header.revision)
+
+    def get(self, key: str) -> KeyValue | None:
+        """The entry at exactly `key`, if present and decodable."""
+        return self._kvs.get(key)
+
+    def prefixed(self, prefix: str) -> list[KeyValue]:
+        """Entries whose key starts with `prefix`, in key order."""
+        out: list[KeyValue] = []
+        for i in range(bisect.bisect_left(self._keys, prefix), len(self._keys)):
+            key = self._keys[i]
+            if not key.startswith(prefix):
+                break
+            out.append(self._kvs[key])
+        return out
+
+    async def load(self) -> None:
+        """Replace the mirror with a fresh Range of the prefix."""
+        resp = await etcd_util.get_prefix(self.client, self.root)
+        kvs: dict[str, KeyValue] = {}
+        for kv in resp.kvs:
+            entry = self._entry(kv)
+            if entry is not None:
+                kvs[entry.key] = entry
+        self._kvs = kvs
+        self._keys = sorted(kvs)
+        self.header = etcd_util.header_of(resp.header)
+        self._notify()
+
+    def start(self) -> None:
+        """Follow changes in a background task (call after `load()`)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Stop following changes; the mirror keeps its last state."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def __aenter__(self) -> KeySpace:
+        await self.load()
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def wait_for_revision(self, rev: int, timeout: float | None = None) -> None:
+        """Return once `revision >= rev`; raises TimeoutError after `timeout` seconds."""
+        async with asyncio.timeout(timeout):
+            ask = True
+            while self.revision < rev:
+                changed = self._changed
+                if ask:
+                    await self._request_progress()
+                try:
+                    await asyncio.wait_for(changed.wait(), PROGRESS_INTERVAL)
+                    ask = False
+                except TimeoutError:
+                    ask = True
+
+    async def _request_progress(self) -> None:
+        # Writes outside the prefix produce no events, so without this a revision
+        # reached only by them would not be observed until the next change.
+        if self._watch is not None:
+            try:
+                await self._watch.request_progress()
+            except (rpc.AioRpcError, asyncio.InvalidStateError) as exc:
+                log.debug("keyspace progress request failed: %s", exc)
+
+    async def wait_for_change(self, after_revision: int) -> None:
+        """Return once `revision > after_revision`."""
+        while self.revision <= after_revision:
+            await self._changed.wait()
+
+    def _entry(self, kv: rpc.KeyValue) -> KeyValue | None:
+        key = kv.key.decode()
+        try:
+            decoded = self._decode(key, kv.value)
+        except (ValueError, GazetteError) as exc:
+            log.warning("ignoring etcd key %r: %s", key, exc)
+            return None
+        return KeyValue(
+            key=key,
+            raw=kv.value,
+            decoded=decoded,
+            create_revision=kv.create_revision,
+            mod_revision=kv.mod_revision,
+            version=kv.version,
+            lease=kv.lease,
+        )
+
+    def _apply(self, resp: rpc.WatchResponse) -> None:
+        """Apply one watch response's events, then advance the header."""
+        for event in resp.events:
+            key = event.kv.key.decode()
+            entry = self._entry(event.kv) if event.type == rpc.Event.PUT else None
+            if entry is None:
+                # Deleted, or now undecodable: either way it no longer exists for readers.
+                if self._kvs.pop(key, None) is not None:
+                    del self._keys[bisect.bisect_left(self._keys, key)]
+            else:
+                if key not in self._kvs:
+                    bisect.insort(self._keys, key)
+                self._kvs[key] = entry
+        last_event = resp.events[-1].kv.mod_revision if resp.events else 0
+        before = self.revision
+        self._set_header(resp.header, max(resp.header.revision, last_event))
+        if resp.events or self.revision != before:
+            self._notify()
+
+    def _set_header(self, hdr: rpc.ResponseHeader, revision: int) -> None:
+        self.header = pb.Header.Etcd(
+            cluster_id=hdr.cluster_id,
+            member_id=hdr.member_id,
+            raft_term=hdr.raft_term,
+            revision=max(self.revision, revision),
+        )
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+        for observer in list(self.observers):
+            try:
+                observer()
+            except Exception:
+                log.exception("keyspace observer failed")
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._follow()
+            except (GazetteError, rpc.AioRpcError, aetcd.ClientError) as exc:
+                log.warning("keyspace watch of %r ended: %s; re-loading", self.root, exc)
+            await asyncio.sleep(RETRY_DELAY)
+            try:
+                await self.load()
+            except (rpc.AioRpcError, aetcd.ClientError) as exc:
+                log.warning("keyspace re-load of %r failed: %s", self.root, exc)
+
+    async def _follow(self) -> None:
+        """Watch from the next revision until the stream fails or is compacted."""
+        async with WatchStream(self.client, self.root, self.revision + 1) as watch:
+            self._watch = watch
+            try:
+                async for resp in watch:
+                    if resp.created:
+                        # Its header revision may run ahead of catch-up events not yet sent.
+                        self._set_header(resp.header, 0)
+                    else:
+                        self._apply(resp)
+            finally:
+                self._watch = None

@@ -1,0 +1,129 @@
+"""KeySpace against a real etcd: load, ordered watch application, revisions and re-loads."""
+
+from __future__ import annotations
+
+import aetcd
+import pytest
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.keyspace import etcd_util as eu
+from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+
+ROOT = "/ks/"
+
+
+def decode(key: str, value: bytes) -> object:
+    if value == b"bad":
+        raise ValueError(f"bad value at {key}")
+    return value.decode().upper()
+
+
+async def put(client: aetcd.Client, key: str, value: bytes) -> int:
+    resp = await eu.txn(client, [], [eu.put_op(key, value)])
+    return int(resp.header.revision)
+
+
+def snapshot(ks: KeySpace) -> list[tuple[str, object, int]]:
+    return [(kv.key, kv.decoded, kv.mod_revision) for kv in ks.prefixed(ROOT)]
+
+
+async def test_load_mirrors_prefix_in_key_order(etcd: aetcd.Client) -> None:
+    r1 = await put(etcd, "/ks/b", b"two")
+    r2 = await put(etcd, "/ks/a", b"one")
+    await put(etcd, "/ks/c", b"bad")
+    r4 = await put(etcd, "/other", b"x")
+
+    ks = KeySpace(etcd, ROOT, decode)
+    await ks.load()
+    assert ks.prefixed(ROOT) == [
+        KeyValue("/ks/a", b"one", "ONE", r2, r2, 1, 0),
+        KeyValue("/ks/b", b"two", "TWO", r1, r1, 1, 0),
+    ]
+    assert ks.prefixed("/ks/b") == [KeyValue("/ks/b", b"two", "TWO", r1, r1, 1, 0)]
+    assert ks.get("/ks/c") is None
+    assert ks.revision == r4
+    assert ks.header.revision == r4
+    assert ks.header.cluster_id and ks.header.member_id and ks.header.raft_term
+
+
+async def test_watch_applies_puts_and_deletes_in_order(etcd: aetcd.Client) -> None:
+    ks = KeySpace(etcd, ROOT, decode)
+    seen: list[list[tuple[str, object, int]]] = []
+    ks.observers.append(lambda: seen.append(snapshot(ks)))
+    await ks.load()
+    seen.clear()
+    ks.start()
+    try:
+        r1 = await put(etcd, "/ks/x", b"1")
+        both = await eu.txn(etcd, [], [eu.put_op("/ks/a", b"2"), eu.put_op("/ks/x", b"3")])
+        r2 = int(both.header.revision)
+        await eu.txn(etcd, [], [eu.delete_op("/ks/a")])
+        r4 = await put(etcd, "/ks/x", b"bad")
+        await ks.wait_for_revision(r4, timeout=10)
+    finally:
+        await ks.stop()
+
+    assert seen == [
+        [("/ks/x", "1", r1)],
+        [("/ks/a", "2", r2), ("/ks/x", "3", r2)],
+        [("/ks/x", "3", r2)],
+        [],
+    ]
+    assert ks.revision == r4
+    assert ks.get("/ks/x") is None
+
+
+async def test_watched_entry_metadata(etcd: aetcd.Client) -> None:
+    async with KeySpace(etcd, ROOT, decode) as ks:
+        lease = await etcd.lease(30)
+        r1 = await put(etcd, "/ks/k", b"v1")
+        resp = await eu.txn(etcd, [], [eu.put_op("/ks/k", b"v2", lease=lease.id)])
+        r2 = int(resp.header.revision)
+        await ks.wait_for_revision(r2, timeout=10)
+        assert ks.get("/ks/k") == KeyValue("/ks/k", b"v2", "V2", r1, r2, 2, lease.id)
+        assert ks.header == pb.Header.Etcd(
+            cluster_id=resp.header.cluster_id,
+            member_id=resp.header.member_id,
+            revision=r2,
+            raft_term=resp.header.raft_term,
+        )
+
+
+async def test_wait_for_revision_outside_prefix(etcd: aetcd.Client) -> None:
+    async with KeySpace(etcd, ROOT, decode) as ks:
+        rev = await put(etcd, "/elsewhere", b"x")
+        await ks.wait_for_revision(rev, timeout=0.5)
+        assert ks.revision >= rev
+        assert ks.prefixed(ROOT) == []
+
+
+async def test_wait_for_revision_times_out(etcd: aetcd.Client) -> None:
+    async with KeySpace(etcd, ROOT, decode) as ks:
+        with pytest.raises(TimeoutError):
+            await ks.wait_for_revision(ks.revision + 100, timeout=0.2)
+
+
+async def test_wait_for_change(etcd: aetcd.Client) -> None:
+    async with KeySpace(etcd, ROOT, decode) as ks:
+        start = ks.revision
+        rev = await put(etcd, "/ks/z", b"z")
+        await ks.wait_for_change(start)
+        assert ks.revision == rev
+        assert snapshot(ks) == [("/ks/z", "Z", rev)]
+
+
+async def test_compacted_watch_reloads(etcd: aetcd.Client) -> None:
+    ks = KeySpace(etcd, ROOT, decode)
+    await ks.load()
+    await put(etcd, "/ks/a", b"a")
+    rev = await put(etcd, "/ks/b", b"b")
+    await etcd.compact(rev)
+    ks.start()
+    try:
+        await ks.wait_for_revision(rev, timeout=10)
+        assert [kv.key for kv in ks.prefixed(ROOT)] == ["/ks/a", "/ks/b"]
+        rev2 = await put(etcd, "/ks/c", b"c")
+        await ks.wait_for_revision(rev2, timeout=10)
+        assert [kv.key for kv in ks.prefixed(ROOT)] == ["/ks/a", "/ks/b", "/ks/c"]
+    finally:
+        await ks.stop()
