@@ -1,0 +1,50 @@
+"""`gazette serve`: run a broker until SIGTERM or SIGINT, then persist and exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from gazette_core.broker.config import BrokerConfig, parse_args
+from gazette_core.broker.service import Broker
+
+LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
+          "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
+          "fatal": logging.CRITICAL}
+
+USAGE = "usage: gazette serve [flags]   (gazette serve --help lists them)"
+
+
+async def serve(config: BrokerConfig) -> None:
+    """Run a broker until a termination signal arrives."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    broker = Broker(config)
+    await broker.start()
+    print(f"gazette broker {config.zone}#{config.suffix} serving at {broker.endpoint}",
+          file=sys.stderr, flush=True)
+    await stop.wait()
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if args else 2
+    if args[0] != "serve":
+        print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    config = parse_args(args[1:])
+    logging.basicConfig(level=LEVELS.get(config.log_level.lower(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The Read RPC: metadata then content chunks, from the spool or persisted fragments.
+
+Shape and offset rules follow broker.md 2.3: the header rides only on the
+first response; each fragment is announced by a metadata response before its
+content; content responses carry just offset and bytes, at most 32736 each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from gazette_core.broker.append_api import may_read
+from gazette_core.broker.fragment.index import IndexEntry
+from gazette_core.broker.fragment.remote import read_fragment
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.validate_ext import validate_read_request
+from gazette_core.broker.replica import Replica
+from gazette_core.broker.stores.registry import get_store
+
+if TYPE_CHECKING:
+    from gazette_core.broker.service import Broker
+
+CHUNK_SIZE = (1 << 15) - 32
+# Local spool content is read in larger blocks and sliced, to save syscalls.
+LOCAL_READ_BLOCK = 32 * CHUNK_SIZE
+SIGNED_URL_TTL_S = 60.0
+
+
+async def serve_read(broker: Broker, req: pb.ReadRequest) -> AsyncIterator[pb.ReadResponse]:
+    """Yield the responses of one Read RPC."""
+    validate_read_request(req)
+    res = await broker.resolver.resolve(
+        req.journal, require_primary=False, may_proxy=not req.do_not_proxy,
+        proxy_header=req.header if req.HasField("header") else None,
+        min_revision=req.min_etcd_revision)
+    if res.status == pb.OK and res.spec is not None and not may_read(res.spec):
+        res.status = pb.NOT_ALLOWED
+    if res.status == pb.OK and res.replica is None:
+        res.status = pb.NOT_JOURNAL_BROKER  # proxying to peers arrives with replication
+    if res.status != pb.OK:
+        yield pb.ReadResponse(status=res.status, header=res.header)
+        return
+    assert res.replica is not None
+    header: pb.Header | None = res.header
+    async for resp in _serve_local(broker, res.replica, req):
+        if header is not None:
+            resp.header.CopyFrom(header)
+            header = None
+        yield resp
+
+
+async def _serve_local(broker: Broker, replica: Replica, req: pb.ReadRequest
+                       ) -> AsyncIterator[pb.ReadResponse]:
+    offset = req.offset
+    index = replica.index
+    while True:
+        entry, offset = index.query(offset, req.begin_mod_time)
+        if entry is None:
+            if not req.block:
+                yield pb.ReadResponse(status=pb.OFFSET_NOT_YET_AVAILABLE, offset=offset,
+                                      write_head=index.end_offset)
+                return
+            await index.wait_for_change()
+            continue
+        frag = entry.fragment
+        yield _metadata(broker, entry, offset, index.end_offset)
+        remote = entry.local is None
+        if req.metadata_only or (remote and req.do_not_proxy) or (
+                req.end_offset and offset >= req.end_offset):
+            return
+        stop = frag.end if not req.end_offset else min(frag.end, req.end_offset)
+        async for resp in _content(broker, entry, offset, stop):
+            yield resp
+        offset = stop
+        if req.end_offset and offset >= req.end_offset:
+            return
+
+
+def _metadata(broker: Broker, entry: IndexEntry, offset: int, write_head: int
+              ) -> pb.ReadResponse:
+    frag = entry.fragment
+    resp = pb.ReadResponse(status=pb.OK, offset=offset, write_head=write_head, fragment=frag)
+    if frag.backing_store and frag.mod_time:
+        store = get_store(frag.backing_store, broker.config.file_root)
+        resp.fragment_url = store.sign_get(frag, SIGNED_URL_TTL_S)
+    return resp
+
+
+async def _content(broker: Broker, entry: IndexEntry, offset: int, stop: int
+                   ) -> AsyncIterator[pb.ReadResponse]:
+    if entry.local is not None:
+        spool = entry.local
+        while offset < stop:
+            block = spool.read_at(offset, min(LOCAL_READ_BLOCK, stop - offset))
+            for i in range(0, len(block), CHUNK_SIZE):
+                yield pb.ReadResponse(offset=offset + i, content=block[i:i + CHUNK_SIZE])
+            offset += len(block)
+        return
+    store = get_store(entry.fragment.backing_store, broker.config.file_root)
+    async for data in read_fragment(store, entry.fragment, offset):
+        data = data[:stop - offset]
+        for i in range(0, len(data), CHUNK_SIZE):
+            yield pb.ReadResponse(offset=offset + i, content=data[i:i + CHUNK_SIZE])
+        offset += len(data)
+        if offset >= stop:
+            return

@@ -1,0 +1,138 @@
+"""A journal replica hosted by this broker: its spool, fragment index and refresh loop.
+
+The resolver creates one per local assignment. Appends hold `pipeline_lock`
+while they stream into the spool; reads only touch the index. Rolled spools go
+to the persister, and each store listing (every `refresh_interval`) replaces
+the index's remote fragments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from gazette_core.broker.fragment.index import FragmentIndex
+from gazette_core.broker.fragment.persister import Persister
+from gazette_core.broker.fragment.spool import Spool
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.durations_ext import to_seconds
+from gazette_core.broker.stores.registry import get_store
+from gazette_core.keyspace.keyspace import KeyValue
+
+log = logging.getLogger(__name__)
+
+# Used when a spec leaves refresh_interval unset (validation requires >= 1s,
+# but a replica must never spin).
+DEFAULT_REFRESH_S = 60.0
+RETRY_REFRESH_S = 5.0
+
+
+class Replica:
+    """One journal's local state on this broker."""
+
+    def __init__(self, journal: str, item: KeyValue, persister: Persister, file_root: str,
+                 spool_dir: str | None = None) -> None:
+        self.journal = journal
+        self.create_revision = item.create_revision
+        self.spec: pb.JournalSpec = _spec_of(item)
+        self.persister = persister
+        self.file_root = file_root
+        self.spool_dir = spool_dir
+        self.spool = Spool(journal, spool_dir)
+        self.index = FragmentIndex()
+        self.pipeline_lock = asyncio.Lock()
+        # True once the primary has reconciled its spool with the index (the
+        # single-member form of a pipeline sync).
+        self.synced = False
+        # Route last written into the assignment values (consistency handshake).
+        self.advertised_route: pb.Route | None = None
+        self._refresh_now = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            self._refresh_loop(), name=f"refresh {self.journal}")
+
+    def on_spec(self, item: KeyValue) -> None:
+        spec = _spec_of(item)
+        if list(spec.fragment.stores) != list(self.spec.fragment.stores):
+            self._refresh_now.set()
+        self.spec = spec
+
+    def spawn_stop(self) -> None:
+        asyncio.get_running_loop().create_task(self.stop(), name=f"stop {self.journal}")
+
+    async def stop(self) -> None:
+        """Roll the spool so its content persists, and end the refresh loop."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        async with self.pipeline_lock:
+            if self.spool.content_length() > 0:
+                self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)
+
+    # -- spool transitions ----------------------------------------------------
+
+    def apply(self, req: pb.ReplicateRequest) -> pb.ReplicateResponse:
+        """Apply a proposal or content to the spool, indexing commits and persisting rolls."""
+        resp, completed = self.spool.apply(req)
+        if completed is not None:
+            self.persister.enqueue(completed, self.spec, self._on_persisted)
+        if req.HasField("proposal") and resp.status == pb.OK:
+            frag = self.spool.fragment
+            if frag.end > frag.begin:
+                snapshot = pb.Fragment()
+                snapshot.CopyFrom(frag)
+                self.index.add_local(snapshot, self.spool)
+        return resp
+
+    def roll(self, offset: int, codec: int) -> pb.ReplicateResponse:
+        proposal = self.spool.roll_proposal(offset, codec)
+        return self.apply(pb.ReplicateRequest(
+            proposal=proposal, registers=self.spool.registers, acknowledge=True))
+
+    def _on_persisted(self, fragment: pb.Fragment) -> None:
+        self._refresh_now.set()
+
+    # -- store listing ----------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """List every store of the journal and replace the index's remote fragments."""
+        fragments: list[pb.Fragment] = []
+        for url in self.spec.fragment.stores:
+            store = get_store(url, self.file_root)
+            fragments.extend(await store.list(self.journal))
+        self.index.replace_remote(fragments)
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            delay = to_seconds(self.spec.fragment.refresh_interval) or DEFAULT_REFRESH_S
+            try:
+                await self.refresh()
+            except Exception as exc:  # a store outage must not end the loop
+                log.warning("fragment listing failed", extra={"journal": self.journal,
+                                                              "error": str(exc)})
+                delay = min(delay, RETRY_REFRESH_S)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._refresh_now.wait(), delay)
+            self._refresh_now.clear()
+
+    def flush_due(self, now: float | None = None) -> bool:
+        """Whether flush_interval asks for a roll: the first append's UTC bucket has passed."""
+        interval = to_seconds(self.spec.fragment.flush_interval)
+        first = self.spool.first_append_time
+        if interval <= 0 or first is None:
+            return False
+        now = time.time() if now is None else now
+        return int(first // interval) != int(now // interval)
+
+
+def _spec_of(item: KeyValue) -> pb.JournalSpec:
+    spec = item.decoded
+    assert isinstance(spec, pb.JournalSpec), f"item {item.key} holds no JournalSpec"
+    return spec

@@ -1,0 +1,188 @@
+"""Resolution of a journal name to its spec, route and local replica.
+
+Every journal RPC starts here (spec: broker.md 2.1). The resolver reads the
+broker's KeySpace mirror of Etcd, builds the Route from assignment keys, picks
+the status in Gazette's priority order, and keeps one `Replica` per journal
+assigned to this broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gazette_core.allocator.keys import parse_assign_key, parse_member_key
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.validate_ext import strip_meta
+from gazette_core.broker.replica import Replica
+from gazette_core.errors import GazetteError
+from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Resolution:
+    """What a broker knows about a journal at one KeySpace revision."""
+
+    status: int
+    header: pb.Header
+    journal: str
+    spec: pb.JournalSpec | None = None
+    item: KeyValue | None = None
+    assignments: list[KeyValue] = field(default_factory=list)
+    replica: Replica | None = None
+
+    @property
+    def route(self) -> pb.Route:
+        return self.header.route
+
+
+class ProxyHeaderError(GazetteError):
+    """A proxied request's header names another cluster or another broker."""
+
+
+class Resolver:
+    """Maps journals to resolutions and manages the local replicas."""
+
+    def __init__(
+        self,
+        keyspace: KeySpace,
+        root: str,
+        process_id: pb.ProcessSpec.ID,
+        new_replica: Callable[[str, KeyValue], Replica],
+    ) -> None:
+        self.keyspace = keyspace
+        self.root = root.rstrip("/")
+        self.process_id = process_id
+        self._new_replica = new_replica
+        self.replicas: dict[str, Replica] = {}
+        self._stopping = False
+
+    # -- resolution ---------------------------------------------------------
+
+    async def resolve(
+        self,
+        journal: str,
+        *,
+        require_primary: bool,
+        may_proxy: bool,
+        proxy_header: pb.Header | None = None,
+        min_revision: int = 0,
+    ) -> Resolution:
+        """Resolve `journal` after waiting for the revisions the request names."""
+        if proxy_header is not None and proxy_header.HasField("etcd"):
+            self._check_proxy_header(proxy_header)
+            min_revision = max(min_revision, proxy_header.etcd.revision)
+        if min_revision > self.keyspace.revision:
+            await self.keyspace.wait_for_revision(min_revision)
+        return self.resolve_now(strip_meta(journal), require_primary, may_proxy)
+
+    def _check_proxy_header(self, header: pb.Header) -> None:
+        ours = self.keyspace.header.cluster_id
+        if header.etcd.cluster_id != ours:
+            raise ProxyHeaderError(
+                f"proxied request Etcd ClusterId ({header.etcd.cluster_id}) "
+                f"doesn't match our own ({ours})"
+            )
+        pid = header.process_id
+        if (pid.zone or pid.suffix) and pid != self.process_id:
+            raise ProxyHeaderError(
+                f"proxied request ProcessId ({pid.zone}#{pid.suffix}) doesn't match our own "
+                f"({self.process_id.zone}#{self.process_id.suffix})"
+            )
+
+    def resolve_now(self, journal: str, require_primary: bool, may_proxy: bool) -> Resolution:
+        """Resolve against the KeySpace as it is now, without waiting."""
+        item = self.keyspace.get(f"{self.root}/items/{journal}")
+        spec = item.decoded if item is not None else None
+        assignments = self.assignments_of(journal)
+        route = self.route_of(assignments)
+        header = pb.Header(route=route)
+        header.etcd.CopyFrom(self.keyspace.header)
+        res = Resolution(pb.OK, header, journal, spec if isinstance(spec, pb.JournalSpec) else None,
+                         item, assignments)
+
+        local = any(m == self.process_id for m in route.members)
+        if require_primary and route.primary != -1:
+            header.process_id.CopyFrom(route.members[route.primary])
+        elif not require_primary and local:
+            header.process_id.CopyFrom(self.process_id)
+        res.status = self._status(res, require_primary, may_proxy)
+        if res.status != pb.OK:
+            header.process_id.CopyFrom(self.process_id)
+        if local:
+            res.replica = self.replicas.get(journal)
+        return res
+
+    def _status(self, res: Resolution, require_primary: bool, may_proxy: bool) -> int:
+        route = res.route
+        if res.spec is None:
+            return pb.JOURNAL_NOT_FOUND
+        if res.spec.HasField("suspend") and res.spec.suspend.level == pb.JournalSpec.Suspend.FULL:
+            return pb.SUSPENDED
+        if require_primary and route.primary == -1:
+            return pb.NO_JOURNAL_PRIMARY_BROKER
+        if not route.members:
+            return pb.INSUFFICIENT_JOURNAL_BROKERS
+        chosen = res.header.process_id
+        if not may_proxy and chosen != self.process_id:
+            return pb.NOT_JOURNAL_PRIMARY_BROKER if require_primary else pb.NOT_JOURNAL_BROKER
+        return pb.OK
+
+    def assignments_of(self, journal: str) -> list[KeyValue]:
+        return self.keyspace.prefixed(f"{self.root}/assign/{journal}#")
+
+    def route_of(self, assignments: list[KeyValue]) -> pb.Route:
+        """Route with members in key order, slot 0 as primary, endpoints from member specs."""
+        route = pb.Route(primary=-1)
+        for kv in assignments:
+            a = parse_assign_key(self.root, kv.key)
+            route.members.add(zone=a.zone, suffix=a.suffix)
+            if a.slot == 0:
+                route.primary = len(route.members) - 1
+            member = self.keyspace.get(f"{self.root}/members/{a.zone}#{a.suffix}")
+            spec = member.decoded if member is not None else None
+            route.endpoints.append(
+                spec.process_spec.endpoint if isinstance(spec, pb.BrokerSpec) else ""
+            )
+        return route
+
+    # -- local replicas -----------------------------------------------------
+
+    def on_keyspace_update(self) -> None:
+        """Create replicas for new local assignments and tear down removed ones."""
+        if self._stopping:
+            return
+        wanted: dict[str, KeyValue] = {}
+        for kv in self.keyspace.prefixed(f"{self.root}/assign/"):
+            a = parse_assign_key(self.root, kv.key)
+            if (a.zone, a.suffix) != (self.process_id.zone, self.process_id.suffix):
+                continue
+            item = self.keyspace.get(f"{self.root}/items/{a.item}")
+            if item is not None:
+                wanted[a.item] = item
+        for journal, replica in list(self.replicas.items()):
+            item = wanted.get(journal)
+            if item is None or item.create_revision != replica.create_revision:
+                del self.replicas[journal]
+                replica.spawn_stop()
+        for journal, item in wanted.items():
+            if journal not in self.replicas:
+                replica = self._new_replica(journal, item)
+                self.replicas[journal] = replica
+                replica.start()
+            else:
+                self.replicas[journal].on_spec(item)
+
+    async def stop(self) -> None:
+        """Stop every replica, rolling and persisting its spool."""
+        self._stopping = True
+        replicas, self.replicas = list(self.replicas.values()), {}
+        await asyncio.gather(*(r.stop() for r in replicas), return_exceptions=True)
+
+    def member_ids(self) -> list[tuple[str, str]]:
+        return [parse_member_key(self.root, kv.key) for kv in
+                self.keyspace.prefixed(f"{self.root}/members/")]

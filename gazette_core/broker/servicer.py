@@ -1,0 +1,92 @@
+"""The grpc.aio servicer of `protocol.Journal`, mapping library errors to gRPC errors.
+
+Each method delegates to its `*_api` module. Validation failures and protocol
+misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import grpc
+
+from gazette_core.broker.append_api import serve_append
+from gazette_core.broker.apply_api import serve_apply
+from gazette_core.broker.fragments_api import serve_list_fragments
+from gazette_core.broker.health_api import serve_store_health
+from gazette_core.broker.list_api import serve_list
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.read_api import serve_read
+from gazette_core.errors import GazetteError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.service import Broker
+
+Context = grpc.aio.ServicerContext
+
+
+async def _abort(context: Context, exc: Exception) -> None:
+    await context.abort(grpc.StatusCode.UNKNOWN, str(exc))
+
+
+class JournalServicer(pb_grpc.JournalServicer):
+    """Serves the Journal service of one Broker."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def List(self, request: pb.ListRequest, context: Context  # noqa: N802
+                   ) -> AsyncIterator[pb.ListResponse]:
+        try:
+            async for resp in serve_list(self.broker, request):
+                yield resp
+        except GazetteError as exc:
+            await _abort(context, exc)
+
+    async def Apply(self, request: pb.ApplyRequest, context: Context  # noqa: N802
+                    ) -> pb.ApplyResponse:
+        try:
+            return await serve_apply(self.broker, request)
+        except GazetteError as exc:
+            await _abort(context, exc)
+            raise
+
+    async def Read(self, request: pb.ReadRequest, context: Context  # noqa: N802
+                   ) -> AsyncIterator[pb.ReadResponse]:
+        try:
+            async for resp in serve_read(self.broker, request):
+                yield resp
+        except GazetteError as exc:
+            await _abort(context, exc)
+
+    async def Append(self, request_iterator: AsyncIterator[pb.AppendRequest],  # noqa: N802
+                     context: Context) -> pb.AppendResponse:
+        try:
+            return await serve_append(self.broker, request_iterator)
+        except GazetteError as exc:
+            await _abort(context, exc)
+            raise
+
+    async def ListFragments(self, request: pb.FragmentsRequest, context: Context  # noqa: N802
+                            ) -> pb.FragmentsResponse:
+        try:
+            return await serve_list_fragments(self.broker, request)
+        except GazetteError as exc:
+            await _abort(context, exc)
+            raise
+
+    async def FragmentStoreHealth(self, request: pb.FragmentStoreHealthRequest,  # noqa: N802
+                                  context: Context) -> pb.FragmentStoreHealthResponse:
+        try:
+            return await serve_store_health(self.broker, request)
+        except GazetteError as exc:
+            await _abort(context, exc)
+            raise
+
+    async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],  # noqa: N802
+                        context: Context) -> AsyncIterator[pb.ReplicateResponse]:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                            "this broker does not accept replication peers yet")
+        yield pb.ReplicateResponse()  # unreachable; makes this an async generator
