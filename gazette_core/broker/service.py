@@ -12,6 +12,7 @@ import logging
 
 import aetcd
 import grpc
+from aetcd import rpc
 
 from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
@@ -163,7 +164,8 @@ class Broker:
         if not stale:
             return
         compares = [etcd_util.cmp_mod_revision(kv.key, kv.mod_revision) for kv in res.assignments]
-        ops = [etcd_util.put_op(kv.key, value, ignore_lease=True) for kv in stale]
+        ops = [rpc.RequestOp(request_put=rpc.PutRequest(key=kv.key.encode(), value=value,
+                                                        ignore_lease=True)) for kv in stale]
         resp = await etcd_util.txn(self.etcd, compares, ops)
         if resp.succeeded:
             await self.keyspace.wait_for_revision(resp.header.revision)
