@@ -1,0 +1,105 @@
+"""Field-wise algebra over partial JournalSpecs: inherit, intersect, subtract.
+
+A zero value means "not set here". Results are built in a minimal form: a
+sub-message is only set when it holds a non-zero value, so specs built the same
+way compare equal with `==`. Labels are handled per label name, as a set of
+values; `suspend` and `name` are never part of the algebra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+
+SPEC_SCALARS = ("replication", "flags", "max_append_rate")
+FRAGMENT_SCALARS = ("length", "compression_codec", "path_postfix_template")
+FRAGMENT_DURATIONS = ("refresh_interval", "retention", "flush_interval")
+
+# Per-name label values, kept sorted so equal sets compare equal.
+LabelMap = dict[str, tuple[str, ...]]
+# Non-zero comparable values keyed by field path, e.g. "fragment.length";
+# stores are a tuple and durations a (seconds, nanos) pair.
+FieldMap = dict[str, Any]
+
+
+def label_map(spec: pb.JournalSpec) -> LabelMap:
+    """The spec's labels grouped by name."""
+    grouped: dict[str, set[str]] = {}
+    for label in spec.labels.labels:
+        grouped.setdefault(label.name, set()).add(label.value)
+    return {name: tuple(sorted(values)) for name, values in grouped.items()}
+
+
+def field_map(spec: pb.JournalSpec) -> FieldMap:
+    """The spec's non-zero values of every inheritable field but labels."""
+    values: FieldMap = {name: getattr(spec, name) for name in SPEC_SCALARS}
+    for name in FRAGMENT_SCALARS:
+        values[f"fragment.{name}"] = getattr(spec.fragment, name)
+    values["fragment.stores"] = tuple(spec.fragment.stores)
+    for name in FRAGMENT_DURATIONS:
+        duration = getattr(spec.fragment, name)
+        values[f"fragment.{name}"] = (duration.seconds, duration.nanos)
+    return {key: value for key, value in values.items() if not _is_zero(value)}
+
+
+def build_spec(fields: FieldMap, labels: LabelMap) -> pb.JournalSpec:
+    """A minimal JournalSpec holding exactly the non-zero `fields` and `labels`."""
+    spec = pb.JournalSpec()
+    for key, value in fields.items():
+        if _is_zero(value):
+            continue
+        if not key.startswith("fragment."):
+            setattr(spec, key, value)
+            continue
+        attr = key.removeprefix("fragment.")
+        if attr == "stores":
+            spec.fragment.stores.extend(value)
+        elif attr in FRAGMENT_DURATIONS:
+            seconds, nanos = value
+            duration = getattr(spec.fragment, attr)
+            duration.seconds, duration.nanos = seconds, nanos
+        else:
+            setattr(spec.fragment, attr, value)
+    for name in sorted(labels):
+        for value in labels[name]:
+            spec.labels.labels.add(name=name, value=value)
+    return spec
+
+
+def inherit(child: pb.JournalSpec, parent: pb.JournalSpec) -> pb.JournalSpec:
+    """The child's values, with every field it leaves zero taken from `parent`.
+
+    A child naming a label replaces all of the parent's values for that name.
+    """
+    fields = {**field_map(parent), **field_map(child)}
+    labels = {**label_map(parent), **label_map(child)}
+    return build_spec(fields, labels)
+
+
+def intersect(specs: list[pb.JournalSpec]) -> pb.JournalSpec:
+    """The values every spec agrees on (labels: names with identical value sets)."""
+    if not specs:
+        return pb.JournalSpec()
+    fields = field_map(specs[0])
+    labels = label_map(specs[0])
+    for spec in specs[1:]:
+        other_fields, other_labels = field_map(spec), label_map(spec)
+        fields = {k: v for k, v in fields.items() if other_fields.get(k) == v}
+        labels = {k: v for k, v in labels.items() if other_labels.get(k) == v}
+    return build_spec(fields, labels)
+
+
+def subtract(child: pb.JournalSpec, parent: pb.JournalSpec) -> pb.JournalSpec:
+    """The child's values that differ from its parent's, keeping its suspend."""
+    parent_fields, parent_labels = field_map(parent), label_map(parent)
+    fields = {k: v for k, v in field_map(child).items() if parent_fields.get(k) != v}
+    labels = {k: v for k, v in label_map(child).items() if parent_labels.get(k) != v}
+    result = build_spec(fields, labels)
+    if child.HasField("suspend"):
+        result.suspend.CopyFrom(child.suspend)
+    return result
+
+
+def _is_zero(value: object) -> bool:
+    return value in (0, "", (), (0, 0))
