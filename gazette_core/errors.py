@@ -25,6 +25,8 @@ class GazetteError(Exception):
     """Base of every error the library raises on purpose."""
 
     retriable: bool = False
+    # How an operator might fix it; gazctl prints it after the error.
+    hint: str = ""
 
 
 class ValidationError(GazetteError, ValueError):
@@ -60,3 +62,33 @@ class UnavailableError(GazetteError):
     """A broker or etcd could not be reached within the deadline."""
 
     retriable = True
+
+
+class OffsetNotYetAvailable(StatusError):
+    """A non-blocking read reached the write head: nothing is readable at `offset` yet."""
+
+    def __init__(self, journal: str = "", offset: int = 0, write_head: int = 0) -> None:
+        self.offset = offset
+        self.write_head = write_head
+        super().__init__(
+            pb.OFFSET_NOT_YET_AVAILABLE, f"offset {offset}, write head {write_head}", journal
+        )
+
+
+class AppendError(StatusError):
+    """An Append ended with a non-OK status; `response` is the broker's full answer
+    (it carries the current registers on REGISTER_MISMATCH)."""
+
+    def __init__(self, response: pb.AppendResponse, journal: str = "") -> None:
+        self.response = response
+        super().__init__(response.status, response.store_health_error, journal)
+
+
+class RPCError(GazetteError):
+    """A broker failed an RPC with a gRPC error instead of a Status: a rejected request,
+    a protocol violation or an authorization failure. `code` is the gRPC code name."""
+
+    def __init__(self, code: str, details: str) -> None:
+        self.code = code
+        self.details = details
+        super().__init__(f"{code}: {details}" if details else code)

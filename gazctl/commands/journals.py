@@ -1,0 +1,20 @@
+"""`gazctl journals ...`: the journals command group."""
+
+from __future__ import annotations
+
+import typer
+
+from gazctl.commands import (
+    journals_append,
+    journals_apply,
+    journals_fragments,
+    journals_list,
+    journals_read,
+)
+
+app = typer.Typer(help="Create, list, append to and read journals.", no_args_is_help=True)
+app.command("apply")(journals_apply.apply)
+app.command("list")(journals_list.list_journals)
+app.command("append")(journals_append.append)
+app.command("read")(journals_read.read)
+app.command("fragments")(journals_fragments.fragments)

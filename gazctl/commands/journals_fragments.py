@@ -1,0 +1,76 @@
+"""`gazctl journals fragments`: the fragments of selected journals, as a table or JSON lines."""
+
+from __future__ import annotations
+
+import enum
+import time
+
+import typer
+
+from gazctl.config import BrokerAddress, Selector, run
+from gazctl.render import humanize_bytes, json_line, message_dict, table
+from gazette_core.broker.client.journals import list_fragments, list_journals
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.protocol.durations_ext import from_seconds
+from gazette_core.broker.protocol.fragment_ext import sum_to_hex
+from gazette_core.broker.protocol.labels_ext import parse_selector
+
+Listed = list[tuple[str, pb.FragmentsResponse._Fragment]]
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+
+
+def fragments(
+    selector: str = Selector,
+    output: Format = typer.Option(Format.table, "-o", "--format", help="Output format."),
+    from_time: int = typer.Option(0, "--from", help="Only fragments persisted at or after "
+                                                    "this unix time (unpersisted are kept)."),
+    to_time: int = typer.Option(0, "--to", help="Only fragments persisted at or before "
+                                                "this unix time."),
+    url_ttl: float = typer.Option(0.0, "--url-ttl", help="Seconds: include signed GET URLs."),
+    broker: str | None = BrokerAddress,
+) -> None:
+    """List fragments of the selected journals. JSON output is one fragment per line."""
+    sel = parse_selector(selector)
+
+    async def body(stub: pb_grpc.JournalStub) -> Listed:
+        out: Listed = []
+        for j in (await list_journals(stub, sel)).journals:
+            if j.spec.HasField("suspend") and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL:
+                continue
+            req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=from_time,
+                                      end_mod_time=to_time)
+            if url_ttl:
+                req.signatureTTL.CopyFrom(from_seconds(url_ttl))
+            out.extend((j.spec.name, f) for f in await list_fragments(stub, req))
+        return out
+
+    listed = run(broker, body)
+    if output is Format.json:
+        for _, f in listed:
+            json_line(message_dict(f))
+        return
+    cols = ["Journal", "Offset", "Length", "Persisted", "SHA1", "Compression",
+            *(["URL"] if url_ttl else [])]
+    table(cols, [_row(name, f, bool(url_ttl)) for name, f in listed])
+
+
+def _row(journal: str, f: pb.FragmentsResponse._Fragment, with_url: bool) -> list[str]:
+    spec = f.spec
+    persisted = _ago(spec.mod_time) if spec.mod_time else ""
+    row = [journal, str(spec.begin), humanize_bytes(spec.end - spec.begin), persisted,
+           sum_to_hex(spec.sum)[:12] + "...", pb.CompressionCodec.Name(spec.compression_codec)]
+    return row + ([f.signed_url] if with_url else [])
+
+
+def _ago(unix: int) -> str:
+    secs = max(0, int(time.time()) - unix)
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if secs >= size:
+            n = secs // size
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return f"{secs} seconds ago"

@@ -1,0 +1,63 @@
+"""`gazctl journals read`: copy selected journals' content to stdout or a file.
+
+Without -b each journal is read to its write head and the command exits; with
+-b readers keep following new commits until interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import BinaryIO
+
+import typer
+
+from gazctl.commands.selection import matched_journals, require_selector
+from gazctl.config import BrokerAddress, Selector, run
+from gazctl.render import stderr
+from gazette_core.broker.client.retry_reader import RetryReader
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+
+
+def read(
+    selector: str = Selector,
+    output: str = typer.Option("-", "-o", "--output", help="Output file; - for stdout."),
+    block: bool = typer.Option(False, "-b", "--block",
+                               help="Keep waiting for new content at the write head."),
+    tail: bool = typer.Option(False, "--tail", help="Start at the write head, not offset 0."),
+    broker: str | None = BrokerAddress,
+) -> None:
+    """Read journals matching the selector; output is raw journal content."""
+    sel = require_selector(selector)
+    out: BinaryIO = sys.stdout.buffer if output == "-" else open(output, "wb")  # noqa: SIM115
+    try:
+        total = run(broker, lambda stub: _read_all(stub, sel, selector, out, block, tail))
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    if output != "-":
+        stderr.print(f"wrote {total} bytes to {output}", highlight=False)
+
+
+async def _read_all(stub: pb_grpc.JournalStub, sel: pb.LabelSelector, text: str,
+                    out: BinaryIO, block: bool, tail: bool) -> int:
+    journals = await matched_journals(stub, sel, text)
+    lock = asyncio.Lock()
+    totals = await asyncio.gather(*(
+        _read_one(stub, j.spec.name, out, lock, block, tail) for j in journals
+        if not (j.spec.HasField("suspend") and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL)
+    ))
+    return sum(totals)
+
+
+async def _read_one(stub: pb_grpc.JournalStub, journal: str, out: BinaryIO,
+                    lock: asyncio.Lock, block: bool, tail: bool) -> int:
+    req = pb.ReadRequest(journal=journal, offset=-1 if tail else 0, block=block)
+    total = 0
+    async for chunk in RetryReader(stub, req):
+        async with lock:  # one journal's chunk at a time on the shared output
+            out.write(chunk)
+            out.flush()
+        total += len(chunk)
+    return total

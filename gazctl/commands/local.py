@@ -1,0 +1,75 @@
+"""`gazctl local ...`: run etcd and brokers on this machine for development."""
+
+from __future__ import annotations
+
+import enum
+import json
+
+import typer
+
+from gazctl.render import stdout, table
+from gazette_core.local import stack as local_stack
+
+app = typer.Typer(help="Run a local Gazette stack (etcd and brokers) in the background.",
+                  no_args_is_help=True)
+
+Dir = typer.Option(None, "--dir", help=f"Stack directory (default {local_stack.DEFAULT_DIR}).")
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command()
+def up(directory: str | None = Dir,
+       brokers: int = typer.Option(1, "--brokers", min=1, max=9, help="Number of brokers."),
+       zones: int = typer.Option(1, "--zones", min=1, max=3, help="Spread brokers over zones."),
+       ) -> None:
+    """Start the stack, or restart any of its processes that is not running."""
+    path = local_stack.resolve_dir(directory)
+    stack = local_stack.up(path, brokers=brokers, zones=zones)
+    stdout.print(f"local stack running in {path}", highlight=False)
+    for row in stack.status():
+        stdout.print(f"  {row['name']:<10} pid {row['pid']:<8} {row['endpoint']}",
+                     highlight=False)
+    stdout.print(f"fragments are stored under {path / 'fragments'} (store URL file:///)",
+                 highlight=False)
+
+
+@app.command()
+def env(directory: str | None = Dir) -> None:
+    """Print `export` lines pointing gazctl and clients at the stack."""
+    stack = _load(directory)
+    stdout.out(f"export BROKER_ADDRESS={stack.brokers[0].endpoint}")
+    stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+
+
+@app.command()
+def status(directory: str | None = Dir,
+           output: Format = typer.Option(Format.table, "-o", "--format")) -> None:
+    """Show each process of the stack and whether it is alive."""
+    rows = _load(directory).status()
+    if output is Format.json:
+        stdout.out(json.dumps(rows))
+        return
+    table(["Role", "Name", "PID", "Endpoint", "Alive"],
+          [[str(r["role"]), str(r["name"]), str(r["pid"]), str(r["endpoint"]),
+            "yes" if r["alive"] else "no"] for r in rows])
+
+
+@app.command()
+def down(directory: str | None = Dir) -> None:
+    """Stop brokers (they persist their spools first), then etcd."""
+    path = local_stack.resolve_dir(directory)
+    for name, graceful in local_stack.down(path):
+        stdout.print(f"stopped {name}" + ("" if graceful else " (killed after timeout)"),
+                     highlight=False)
+
+
+def _load(directory: str | None) -> local_stack.Stack:
+    path = local_stack.resolve_dir(directory)
+    stack = local_stack.Stack.load(path)
+    if stack is None:
+        raise local_stack.StackError(f"no local stack in {path}; start one with `gazctl local up`")
+    return stack

@@ -1,0 +1,25 @@
+"""Selecting journals for commands that act on a selector's matches."""
+
+from __future__ import annotations
+
+from gazette_core.broker.client.journals import list_journals
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.errors import ValidationError
+
+
+def require_selector(text: str) -> pb.LabelSelector:
+    """Parse a selector that must not be empty (commands that write or read content)."""
+    if not text.strip():
+        raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
+    return parse_selector(text)
+
+
+async def matched_journals(stub: pb_grpc.JournalStub, selector: pb.LabelSelector,
+                           text: str) -> list[pb.ListResponse.Journal]:
+    """Journals the selector matches; an error naming the selector when there are none."""
+    resp = await list_journals(stub, selector)
+    if not resp.journals:
+        raise ValidationError("--selector", f"no journals match {text!r}")
+    return list(resp.journals)

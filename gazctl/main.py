@@ -1,0 +1,40 @@
+"""gazctl entry point: the command tree, and the one place errors are printed.
+
+Library errors become one red line on stderr (what was wrong and how to fix
+it) and exit code 1; `--help` exits 0.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gazctl.commands import journals, local
+from gazctl.render import print_error
+from gazette_core.errors import GazetteError
+
+app = typer.Typer(
+    name="gazctl",
+    help="Operate Gazette brokers: journals, fragments and a local development stack.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(journals.app, name="journals")
+app.add_typer(local.app, name="local")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except GazetteError as exc:
+        print_error(exc)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

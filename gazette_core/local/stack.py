@@ -1,0 +1,189 @@
+"""The local stack behind `gazctl local`: etcd plus N brokers as background processes.
+
+State lives in `DIR/stack.json` (pids, ports, ids), logs in `DIR/logs/`, etcd
+data in `DIR/etcd/` and fragments in `DIR/fragments/` (the root of `file://`
+stores). Ports and broker ids are chosen once, so a restarted process keeps
+its identity and data. The most recently started stack is recorded in
+`~/.local/state/gazette/active-stack`, which lets later gazctl commands find
+a broker without flags.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gazette_core.errors import GazetteError
+from gazette_core.local import processes
+from gazette_core.local.probe import broker_serves
+from gazette_core.testing.etcd import free_port
+
+STATE_FILE = "stack.json"
+POINTER = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "gazette"
+DEFAULT_DIR = POINTER / "local"
+BROKER_MARKER = "gazette_core.broker.main"
+LEASE_S = 10
+
+
+class StackError(GazetteError):
+    """A local stack process failed to start or to become ready."""
+
+
+@dataclass
+class Process:
+    role: str
+    name: str
+    port: int
+    pid: int = 0
+    peer_port: int = 0
+    zone: str = "local"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def marker(self) -> str:
+        return "etcd" if self.role == "etcd" else BROKER_MARKER
+
+
+@dataclass
+class Stack:
+    directory: Path
+    processes: list[Process] = field(default_factory=list)
+
+    @property
+    def etcd(self) -> Process:
+        return next(p for p in self.processes if p.role == "etcd")
+
+    @property
+    def brokers(self) -> list[Process]:
+        return [p for p in self.processes if p.role == "broker"]
+
+    def save(self) -> None:
+        data = {"processes": [asdict(p) for p in self.processes]}
+        tmp = self.directory / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.directory / STATE_FILE)
+
+    @classmethod
+    def load(cls, directory: Path) -> Stack | None:
+        path = directory / STATE_FILE
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(directory, [Process(**p) for p in data["processes"]])
+
+    def status(self) -> list[dict[str, object]]:
+        return [{"role": p.role, "name": p.name, "pid": p.pid, "endpoint": p.endpoint,
+                 "alive": processes.alive(p.pid, p.marker)} for p in self.processes]
+
+
+def resolve_dir(directory: str | None) -> Path:
+    return Path(directory).expanduser().resolve() if directory else DEFAULT_DIR
+
+
+def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0) -> Stack:
+    """Start (or restart the dead processes of) the stack in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "fragments").mkdir(exist_ok=True)
+    stack = Stack.load(directory) or Stack(directory)
+    _plan(stack, brokers, zones)
+    stack.save()
+    if not processes.alive(stack.etcd.pid, stack.etcd.marker):
+        stack.etcd.pid = processes.spawn(_etcd_argv(stack), directory / "logs" / "etcd.log")
+        stack.save()
+    _wait(lambda: _etcd_healthy(stack.etcd), timeout, "etcd", directory / "logs" / "etcd.log")
+    for b in stack.brokers:
+        if not processes.alive(b.pid, b.marker):
+            b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log")
+            stack.save()
+    for b in stack.brokers:
+        _wait(lambda b=b: _broker_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
+    _set_active(directory)
+    return stack
+
+
+def _plan(stack: Stack, brokers: int, zones: int) -> None:
+    """Give a new stack its etcd and any missing brokers stable ports and names."""
+    if not any(p.role == "etcd" for p in stack.processes):
+        stack.processes.append(Process("etcd", "etcd", free_port(), peer_port=free_port()))
+    for i in range(len(stack.brokers), brokers):
+        zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
+        stack.processes.append(Process("broker", f"broker-{i + 1}", free_port(), zone=zone))
+
+
+def _etcd_argv(stack: Stack) -> list[str]:
+    e = stack.etcd
+    peer = f"http://127.0.0.1:{e.peer_port}"
+    return ["etcd", "--name", "local", "--data-dir", str(stack.directory / "etcd"),
+            "--listen-client-urls", e.endpoint, "--advertise-client-urls", e.endpoint,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"local={peer}", "--log-level", "warn"]
+
+
+def _broker_argv(stack: Stack, b: Process) -> list[str]:
+    return [sys.executable, "-m", BROKER_MARKER, "serve",
+            "--broker.host", "127.0.0.1", "--broker.port", str(b.port),
+            "--broker.zone", b.zone, "--broker.id", b.name,
+            "--broker.file-root", str(stack.directory / "fragments"),
+            "--etcd.address", stack.etcd.endpoint, "--etcd.lease", str(LEASE_S),
+            "--log.level", "info"]
+
+
+def _etcd_healthy(e: Process) -> bool:
+    try:
+        with urllib.request.urlopen(f"{e.endpoint}/health", timeout=1) as resp:
+            return b"true" in resp.read()
+    except OSError:
+        return False
+
+
+def _broker_ready(b: Process) -> bool:
+    return broker_serves(b.endpoint)
+
+
+def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+    raise StackError(f"{what} did not become ready within {timeout:.0f}s; log tail:\n{tail}")
+
+
+def down(directory: Path, timeout: float = 30.0) -> list[tuple[str, bool]]:
+    """Stop brokers (SIGTERM, so they persist spools) and then etcd."""
+    stack = Stack.load(directory)
+    if stack is None:
+        raise StackError(f"no local stack in {directory}")
+    results = [(b.name, processes.stop(b.pid, b.marker, timeout)) for b in stack.brokers]
+    results.append(("etcd", processes.stop(stack.etcd.pid, stack.etcd.marker, timeout)))
+    return results
+
+
+def _set_active(directory: Path) -> None:
+    POINTER.mkdir(parents=True, exist_ok=True)
+    (POINTER / "active-stack").write_text(str(directory))
+
+
+def active_broker_address() -> str | None:
+    """The first live broker of the most recently started local stack, if any."""
+    try:
+        directory = Path((POINTER / "active-stack").read_text().strip())
+    except OSError:
+        return None
+    stack = Stack.load(directory)
+    if stack is None:
+        return None
+    for b in stack.brokers:
+        if processes.alive(b.pid, b.marker):
+            return b.endpoint
+    return None
