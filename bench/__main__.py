@@ -1,0 +1,67 @@
+"""`make bench`: ceilings and broker figures from one run, printed as one JSON object."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from bench import broker_bench, ceiling
+from gazette_core.broker.client.journals import apply_journals
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.local import stack as local_stack
+from gazette_core.testing.broker import journal_spec, journal_stub
+from gazette_core.testing.etcd import free_port
+
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+MiB = 1 << 20
+
+
+async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    out["append_ceiling_mb_s"] = await ceiling.measure_upload(ceiling_port, 64 * 1024,
+                                                              256 * MiB, RUNS)
+    out["read_ceiling_mb_s"] = await ceiling.measure_download(ceiling_port, 32736,
+                                                              256 * MiB, RUNS)
+    async with journal_stub(broker) as stub:
+        specs = [journal_spec(n, length=512 * MiB, refresh_s=60) for n in
+                 ("bench/throughput", "bench/latency", "bench/records")]
+        await apply_journals(stub, pb.ApplyRequest(changes=[
+            pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
+        await broker_bench.append(stub, "bench/throughput", b"warm-up")
+        out["append_mb_s"] = await broker_bench.append_throughput(
+            stub, "bench/throughput", 16 * MiB, 4, RUNS)
+        out["read_mb_s"] = await broker_bench.read_throughput(stub, "bench/throughput", RUNS)
+        p50, p99 = await broker_bench.append_latency(stub, "bench/latency", 2000)
+        out["append_1k_p50_ms"], out["append_1k_p99_ms"] = p50, p99
+        out["records_per_s"] = await broker_bench.record_rate(stub, "bench/records", 200_000)
+    out["append_ratio"] = out["append_mb_s"] / out["append_ceiling_mb_s"]
+    out["read_ratio"] = out["read_mb_s"] / out["read_ceiling_mb_s"]
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def main() -> None:
+    ceiling_port = free_port()
+    server = ceiling.start_server(ceiling_port)
+    with tempfile.TemporaryDirectory(prefix="gazette-bench-") as tmp:
+        directory = Path(tmp) / "stack"
+        try:
+            stack = local_stack.up(directory, brokers=1)
+            time.sleep(0.5)
+            result = asyncio.run(measure(stack.brokers[0].endpoint, ceiling_port))
+        finally:
+            server.terminate()
+            if (directory / local_stack.STATE_FILE).exists():
+                local_stack.down(directory)
+    result["runs"] = RUNS
+    print(json.dumps(result, sort_keys=True))
+    results = Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"bench-{int(time.time())}.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Measurements of a real broker: append and read throughput, append latency, record rate."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+from gazette_core.broker.client.append_service import AppendService
+from gazette_core.broker.client.appender import append
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+
+APPEND_CHUNK = 64 * 1024
+
+
+async def append_throughput(stub: pb_grpc.JournalStub, journal: str, per_append: int,
+                            appends: int, runs: int) -> float:
+    """Median MB/s of back-to-back atomic appends of `per_append` bytes in 64 KiB chunks."""
+    chunk = bytes(APPEND_CHUNK)
+    rates = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(appends):
+            await append(stub, journal, [chunk] * (per_append // APPEND_CHUNK))
+        rates.append(per_append * appends / (time.perf_counter() - start) / 1e6)
+    return statistics.median(rates)
+
+
+async def read_throughput(stub: pb_grpc.JournalStub, journal: str, runs: int) -> float:
+    """Median MB/s of reading the journal from offset 0 to its write head."""
+    rates = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        n = 0
+        async for resp in stub.Read(pb.ReadRequest(journal=journal, offset=0)):
+            n += len(resp.content)
+        rates.append(n / (time.perf_counter() - start) / 1e6)
+    return statistics.median(rates)
+
+
+async def append_latency(stub: pb_grpc.JournalStub, journal: str, count: int
+                         ) -> tuple[float, float]:
+    """(p50, p99) milliseconds of sequential 1 KiB appends."""
+    record = bytes(1024)
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        await append(stub, journal, record)
+        samples.append((time.perf_counter() - start) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2], samples[int(len(samples) * 0.99)]
+
+
+async def record_rate(stub: pb_grpc.JournalStub, journal: str, count: int) -> float:
+    """Records per second of 1 KiB records through the AppendService."""
+    record = bytes(1023) + b"\n"
+    service = AppendService(stub)
+    service.start()
+    start = time.perf_counter()
+    futures = []
+    for i in range(count):
+        futures.append(service.write(journal, record))
+        if i % 4096 == 4095:
+            await asyncio.sleep(0)  # let batches go out, as a real producer loop would
+    await asyncio.gather(*futures)
+    elapsed = time.perf_counter() - start
+    await service.stop()
+    return count / elapsed
