@@ -70,9 +70,7 @@ def _validate_directory(node: Node, path: str) -> None:
             f"{label} cannot have a revision (got {node.revision}); revisions belong on journals",
         )
     if not node.children:
-        raise ValidationError(
-            join_path(path, "children"), f"{label} must have at least one child"
-        )
+        raise ValidationError(join_path(path, "children"), f"{label} must have at least one child")
     previous: str | None = None
     for index, child in enumerate(node.children):
         name_path = join_path(child_path(path, index), "name")
@@ -95,6 +93,6 @@ def _validate_journal(node: Node, path: str) -> None:
     if node.children:
         raise ValidationError(
             join_path(path, "children"),
-            f"journal {quote(node.name)} cannot have children (only names ending in \"/\" can)",
+            f'journal {quote(node.name)} cannot have children (only names ending in "/" can)',
         )
     validate_journal_name(node.name, join_path(path, "name"))

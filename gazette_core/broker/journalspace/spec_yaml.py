@@ -185,7 +185,7 @@ def _decode_duration(value: Any, path: str, line: int | None) -> Duration:
         return Duration()
     if not isinstance(value, str):
         raise ValidationError(
-            path, f"expected a Go duration like \"1m0s\", got {describe(value)}{at_line(line)}"
+            path, f'expected a Go duration like "1m0s", got {describe(value)}{at_line(line)}'
         )
     try:
         return parse_duration(value, path)

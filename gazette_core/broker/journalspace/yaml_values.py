@@ -37,7 +37,7 @@ def item_line(sequence: list[Any], index: int) -> int | None:
 
 
 def at_line(line: int | None) -> str:
-    """" at line N", or nothing when the position is unknown."""
+    """The suffix ` at line N`, or nothing when the position is unknown."""
     return f" at line {line}" if line is not None else ""
 
 
