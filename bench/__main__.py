@@ -49,7 +49,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gazette-bench-") as tmp:
         directory = Path(tmp) / "stack"
         try:
-            stack = local_stack.up(directory, brokers=1)
+            stack = local_stack.up(directory, brokers=1, activate=False)
             time.sleep(0.5)
             result = asyncio.run(measure(stack.brokers[0].endpoint, ceiling_port))
         finally:

@@ -89,8 +89,12 @@ def resolve_dir(directory: str | None) -> Path:
     return Path(directory).expanduser().resolve() if directory else DEFAULT_DIR
 
 
-def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0) -> Stack:
-    """Start (or restart the dead processes of) the stack in `directory`."""
+def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
+       activate: bool = True) -> Stack:
+    """Start (or restart the dead processes of) the stack in `directory`.
+
+    With `activate`, later gazctl commands default to this stack's brokers.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fragments").mkdir(exist_ok=True)
     stack = Stack.load(directory) or Stack(directory)
@@ -106,7 +110,8 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0)
             stack.save()
     for b in stack.brokers:
         _wait(lambda b=b: _broker_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
-    _set_active(directory)
+    if activate:
+        _set_active(directory)
     return stack
 
 
