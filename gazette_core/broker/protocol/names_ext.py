@@ -27,7 +27,8 @@ def quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _allowed(ch: str, symbols: str) -> bool:
+def is_allowed_char(ch: str, symbols: str) -> bool:
+    """Whether `ch` is a letter, a number or one of `symbols`."""
     # Go's unicode.IsLetter / IsNumber are the L* and N* general categories.
     return ch in symbols or unicodedata.category(ch)[0] in "LN"
 
@@ -46,7 +47,7 @@ def validate_length(value: str, min_len: int, max_len: int, path: str) -> None:
 def _validate_chars(value: str, symbols: str, min_len: int, max_len: int, path: str) -> None:
     validate_length(value, min_len, max_len, path)
     for index, ch in enumerate(value):
-        if not _allowed(ch, symbols):
+        if not is_allowed_char(ch, symbols):
             raise ValidationError(
                 path,
                 f"invalid character {quote(ch)} at index {index} of {quote(value)} "
