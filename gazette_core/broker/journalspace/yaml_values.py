@@ -88,11 +88,13 @@ def as_list(value: Any, path: str, line: int | None) -> list[Any]:
 
 
 def as_str(value: Any, path: str, line: int | None) -> str:
-    """`value` as a string; null is empty, and a bare integer reads as its digits."""
+    """`value` as a string; null is empty, a bare integer or boolean reads as its text."""
     if value is None:
         return ""
-    # Unquoted numbers (e.g. a label value of 1) read as their text, as Go does.
-    if isinstance(value, int) and not isinstance(value, bool):
+    # Unquoted scalars such as a label value of 1 or true read as text, as Go does.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
         return str(value)
     if not isinstance(value, str):
         raise _wrong("a string", value, path, line)

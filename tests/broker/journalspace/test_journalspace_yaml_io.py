@@ -215,3 +215,15 @@ def test_single_spec_from_a_plain_dict_rejects_tree_keys() -> None:
     with pytest.raises(ValidationError) as caught:
         spec_from_yaml_dict({"name": "acme/one", "revision": 3}, "specs[2]")
     assert str(caught.value) == 'specs[2]: unknown key "revision"'
+
+
+def test_unquoted_numbers_and_booleans_read_as_text() -> None:
+    tree = load_tree("name: acme/one\nlabels:\n- name: aa\n  value: 1\n- name: bb\n  value: true\n")
+    assert tree.spec == pb.JournalSpec(
+        labels=pb.LabelSet(
+            labels=[pb.Label(name="aa", value="1"), pb.Label(name="bb", value="true")]
+        )
+    )
+    assert dump_tree(tree) == (
+        "name: acme/one\nlabels:\n- name: aa\n  value: '1'\n- name: bb\n  value: 'true'\n"
+    )
