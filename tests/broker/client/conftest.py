@@ -1,0 +1,30 @@
+"""Fixtures: a fake broker on 127.0.0.1:0 and a Journal stub connected to it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, cast
+
+import grpc
+import pytest_asyncio
+from fake_broker import FakeBroker
+
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def broker() -> AsyncIterator[FakeBroker]:
+    fake = FakeBroker()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def stub(broker: FakeBroker) -> AsyncIterator[JournalAsyncStub]:
+    channel = grpc.aio.insecure_channel(broker.address)
+    yield cast("JournalAsyncStub", pb_grpc.JournalStub(channel))
+    await channel.close()

@@ -1,0 +1,71 @@
+"""Endpoint URLs to grpc targets, the default address and the channel cache."""
+
+from __future__ import annotations
+
+import pytest
+from fake_broker import FakeBroker
+
+from gazette_core.broker.client.channel import (
+    close_channels,
+    default_address,
+    dial,
+    grpc_target,
+    journal_stub,
+)
+from gazette_core.broker.client.journals import fetch_write_head
+from gazette_core.errors import GazetteError
+
+
+@pytest.mark.parametrize(
+    ("address", "target"),
+    [
+        ("http://broker.example:8080", "broker.example:8080"),
+        ("http://broker.example", "broker.example:80"),
+        ("http://[::1]:9000", "[::1]:9000"),
+        ("localhost:8080", "localhost:8080"),
+        ("unix:///run/gazette.sock", "unix:///run/gazette.sock"),
+        ("unix://broker/run/gazette.sock", "unix:///run/gazette.sock"),
+    ],
+)
+def test_grpc_target(address: str, target: str) -> None:
+    assert grpc_target(address) == target
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("https://broker:443", "https broker addresses are not supported yet: 'https://broker:443'"),
+        (
+            "ftp://broker:21",
+            "invalid broker address 'ftp://broker:21': scheme must be http or unix, not 'ftp'",
+        ),
+        ("http://:8080", "invalid broker address 'http://:8080': missing host"),
+        ("unix://", "invalid broker address 'unix://': expected unix:///abs/path"),
+        ("", "invalid broker address '': expected host:port or a URL"),
+    ],
+)
+def test_grpc_target_rejects(address: str, message: str) -> None:
+    with pytest.raises(GazetteError) as caught:
+        grpc_target(address)
+    assert str(caught.value) == message
+
+
+def test_default_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BROKER_ADDRESS", raising=False)
+    assert default_address() == "http://localhost:8080"
+    monkeypatch.setenv("BROKER_ADDRESS", "unix:///tmp/b.sock")
+    assert default_address() == "unix:///tmp/b.sock"
+
+
+async def test_dial_shares_a_channel_per_address(broker: FakeBroker) -> None:
+    broker.add_journal("a/journal", b"12345")
+    url = f"http://{broker.address}"
+    assert dial(url) is dial(broker.address)
+    assert dial(url) is not dial("http://127.0.0.1:1")
+    assert await fetch_write_head(journal_stub(url), "a/journal") == 5
+    closed = dial(url)
+    await closed.close()
+    assert dial(url) is not closed  # A closed channel is replaced.
+    await close_channels()
+    assert dial(url) is not None
+    await close_channels()
