@@ -1,0 +1,130 @@
+"""File store: exact on-disk names, listing, reading back, deleting, rewriting."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.fragment_ext import sum_from_hex
+from gazette_core.broker.stores.base import FragmentStore, StoreError
+from gazette_core.broker.stores.fs import FileStore
+from gazette_core.broker.stores.url import parse_store_url
+
+SUM = "0000000000002694000000000000000000000000"
+NAME = f"00000000000003e8-00000000000005dc-{SUM}.sz"
+
+
+def _fragment(
+    journal: str = "my/journal", codec: int = pb.SNAPPY, postfix: str = ""
+) -> pb.Fragment:
+    return pb.Fragment(
+        journal=journal, begin=1000, end=1500, sum=sum_from_hex(SUM),
+        compression_codec=codec, path_postfix=postfix,
+    )
+
+
+def _store(root: Path, url: str = "file:///fragments/") -> FileStore:
+    return FileStore(parse_store_url(url), str(root))
+
+
+async def _read(store: FragmentStore, fragment: pb.Fragment) -> bytes:
+    return b"".join([chunk async for chunk in store.open(fragment)])
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+async def test_put_writes_content_named_file(tmp_path: Path) -> None:
+    (tmp_path / "fragments").mkdir()
+    store = _store(tmp_path)
+    await store.put(_fragment(), b"compressed bytes")
+    await store.put(_fragment(codec=pb.GZIP_OFFLOAD_DECOMPRESSION, postfix="date=2019"), b"gz")
+    assert _files(tmp_path) == [
+        f"fragments/my/journal/{NAME}",
+        f"fragments/my/journal/date=2019/00000000000003e8-00000000000005dc-{SUM}",
+    ]
+    assert (tmp_path / "fragments/my/journal" / NAME).read_bytes() == b"compressed bytes"
+    assert await store.exists(_fragment())
+    assert not await store.exists(_fragment(journal="other/journal"))
+
+
+async def test_list_parses_files_and_skips_junk(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "fragments").mkdir()
+    store = _store(tmp_path)
+    await store.put(_fragment(), b"one")
+    await store.put(_fragment(postfix="hour=22"), b"two")
+    await store.put(_fragment(journal="my/journal/longer"), b"three")
+    await store.put(_fragment(journal="my/journalX"), b"not listed")
+    (tmp_path / "fragments/my/journal/junk.txt").write_bytes(b"junk")
+    (tmp_path / "fragments/my/journal/.partial-abc").write_bytes(b"in progress")
+    mtime = 1_600_000_000
+    for path in (tmp_path / "fragments/my/journal").rglob("*"):
+        os.utime(path, (mtime, mtime))
+
+    with caplog.at_level(logging.WARNING):
+        listed = await store.list("my/journal")
+    expected = [_fragment(postfix=p) for p in ("", "hour=22", "longer")]
+    for fragment in expected:
+        fragment.backing_store = "file:///fragments/"
+        fragment.mod_time = mtime
+    assert listed == expected
+    assert [r.getMessage() for r in caplog.records] == [
+        "skipping unrecognized object 'junk.txt' in store file:///fragments/: content_path: "
+        "\"junk.txt\": expected a name of the form <begin>-<end>-<sha1><ext>"
+    ]
+
+
+async def test_list_of_unknown_journal_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "fragments").mkdir()
+    assert await _store(tmp_path).list("never/written") == []
+
+
+async def test_open_reads_back_and_delete_removes(tmp_path: Path) -> None:
+    (tmp_path / "fragments").mkdir()
+    store = _store(tmp_path)
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    await store.put(_fragment(), data)
+    assert await _read(store, _fragment()) == data
+    await store.delete(_fragment())
+    assert _files(tmp_path) == []
+    with pytest.raises(StoreError) as exc:
+        await store.delete(_fragment())
+    path = tmp_path / "fragments/my/journal" / NAME
+    assert str(exc.value) == (
+        f"file store 'file:///fragments/': delete {path}: "
+        f"[Errno 2] No such file or directory: '{path}'"
+    )
+
+
+async def test_put_refuses_missing_store_root(tmp_path: Path) -> None:
+    store = _store(tmp_path, "file:///not/mounted/")
+    with pytest.raises(StoreError) as exc:
+        await store.put(_fragment(), b"data")
+    assert str(exc.value) == (
+        f"file store 'file:///not/mounted/': root directory '{tmp_path}/not/mounted/' "
+        "does not exist"
+    )
+    assert _files(tmp_path) == []
+
+
+async def test_find_replace_rewrites_paths(tmp_path: Path) -> None:
+    (tmp_path / "fragments").mkdir()
+    store = _store(tmp_path, "file:///fragments/?find=my/&replace=old/")
+    await store.put(_fragment(), b"data")
+    assert _files(tmp_path) == [f"fragments/old/journal/{NAME}"]
+    listed = await store.list("my/journal")
+    assert [(f.journal, f.begin, f.end) for f in listed] == [("my/journal", 1000, 1500)]
+    assert await _read(store, _fragment()) == b"data"
+    assert store.sign_get(_fragment(), 60) == f"file:///fragments/old/journal/{NAME}"
+
+
+def test_sign_get_is_store_path_url(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert store.sign_get(_fragment(), 60) == f"file:///fragments/my/journal/{NAME}"
