@@ -168,3 +168,26 @@ def test_upsert_with_revision_below_minus_one_is_rejected() -> None:
     with pytest.raises(ValidationError) as caught:
         to_apply_request(leaves)
     assert str(caught.value) == 'revision: journal "acme/one" needs a revision >= 0 or -1 (got -2)'
+
+
+def test_invalid_upsert_error_carries_the_tree_path() -> None:
+    tree = load_tree(CLICKS_YAML.replace("  replication: 2\n", "  replication: 7\n"))
+    with pytest.raises(ValidationError) as caught:
+        to_apply_request(push_down(tree))
+    assert str(caught.value) == "children[2].replication: expected 1 <= replication <= 5 (got 7)"
+
+
+def test_invalid_nested_field_error_carries_the_tree_path() -> None:
+    tree = load_tree(CLICKS_YAML.replace("refresh_interval: 5m0s", "refresh_interval: 48h"))
+    with pytest.raises(ValidationError) as caught:
+        to_apply_request(push_down(tree))
+    assert str(caught.value) == (
+        "children[0].fragment.refresh_interval:"
+        " expected 1s <= refresh_interval <= 24h0m0s (got 48h0m0s)"
+    )
+
+
+def test_invalid_bare_journal_error_has_no_tree_prefix() -> None:
+    with pytest.raises(ValidationError) as caught:
+        to_apply_request(push_down(Node(name="acme/one")))
+    assert str(caught.value) == "replication: expected 1 <= replication <= 5 (got 0)"
