@@ -50,9 +50,15 @@ class _Journal:
 def _resolve(batch: _Batch, commit: pb.Fragment) -> None:
     """Give each record's future the span it occupies within the commit."""
     journal, begin, start = commit.journal, commit.begin, 0
+    fragment = pb.Fragment
     for end, future in zip(batch.ends, batch.futures, strict=True):
         if not future.done():  # The writer may have cancelled it.
-            future.set_result(pb.Fragment(journal=journal, begin=begin + start, end=begin + end))
+            # Setting fields one by one is about twice as fast as keyword construction.
+            span = fragment()
+            span.journal = journal
+            span.begin = begin + start
+            span.end = begin + end
+            future.set_result(span)
         start = end
 
 
@@ -110,12 +116,14 @@ class AppendService:
         if state is None:
             state = self._journals[journal] = _Journal(journal)
         batches = state.batches
-        if not batches or len(batches[-1].buf) >= self._max_batch:
-            batches.append(_Batch())
-        batch = batches[-1]
+        batch = batches[-1] if batches else None
+        if batch is None or len(batch.buf) >= self._max_batch:
+            batch = _Batch()
+            batches.append(batch)
+        buf = batch.buf
+        buf += record
+        batch.ends.append(len(buf))
         future: asyncio.Future[pb.Fragment] = loop.create_future()
-        batch.buf += record
-        batch.ends.append(len(batch.buf))
         batch.futures.append(future)
         if state.task is None:
             state.task = loop.create_task(self._drain(state))

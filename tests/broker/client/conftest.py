@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, cast
 
 import grpc
 import pytest_asyncio
-from fake_broker import FakeBroker
 
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from tests.broker.client.fake_broker import FakeBroker
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub

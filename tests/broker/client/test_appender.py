@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_broker import FakeBroker, header, sha1_sum
 
 from gazette_core.broker.client.appender import CHUNK_SIZE, append
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import AppendError
+from tests.broker.client.fake_broker import FakeBroker, header, sha1_sum
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -146,4 +146,19 @@ async def test_cancelling_append_aborts_the_stream_without_commit(
     assert broker.append_requests == [
         [pb.AppendRequest(journal="a/journal"), pb.AppendRequest(content=b"partial")]
     ]
+    assert broker.journals["a/journal"].content == b""
+
+
+async def test_a_failing_source_aborts_the_append_and_propagates(
+    broker: FakeBroker, stub: JournalAsyncStub
+) -> None:
+    broker.add_journal("a/journal")
+
+    def source() -> Iterator[bytes]:
+        yield pattern(200 * K)
+        raise ValueError("source broke")
+
+    with pytest.raises(ValueError) as caught:
+        await append(stub, "a/journal", source())
+    assert str(caught.value) == "source broke"
     assert broker.journals["a/journal"].content == b""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_broker import FakeBroker
 
 from gazette_core.broker.client.channel import (
     close_channels,
@@ -14,6 +13,7 @@ from gazette_core.broker.client.channel import (
 )
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.errors import GazetteError
+from tests.broker.client.fake_broker import FakeBroker
 
 
 @pytest.mark.parametrize(

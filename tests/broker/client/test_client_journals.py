@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_broker import FakeBroker, Snapshot, header
 
 from gazette_core.broker.client.journals import (
     apply_journals,
@@ -16,6 +15,7 @@ from gazette_core.broker.client.journals import (
 )
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import StatusError
+from tests.broker.client.fake_broker import FakeBroker, Snapshot, header
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_broker import FakeBroker, header
 
 from gazette_core.broker.client.reader import Reader
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import OffsetNotYetAvailable, StatusError
+from tests.broker.client.fake_broker import FakeBroker, header
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub

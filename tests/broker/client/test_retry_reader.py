@@ -6,11 +6,11 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
-from fake_broker import FakeBroker
 
 from gazette_core.broker.client.retry_reader import RetryReader, read_all
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import StatusError
+from tests.broker.client.fake_broker import FakeBroker
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
