@@ -10,7 +10,8 @@ import sys
 
 import typer
 
-from gazctl.commands import journals, local
+from gazctl.commands.journals import app as journals_app
+from gazctl.commands.local import app as local_app
 from gazctl.render import print_error
 from gazette_core.errors import GazetteError
 
@@ -21,8 +22,8 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-app.add_typer(journals.app, name="journals")
-app.add_typer(local.app, name="local")
+app.add_typer(journals_app, name="journals")
+app.add_typer(local_app, name="local")
 
 
 def main() -> None:

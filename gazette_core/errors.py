@@ -5,6 +5,8 @@ Library code raises these; only `gazctl` prints them and picks exit codes.
 
 from __future__ import annotations
 
+from typing import cast
+
 from gazette_core.broker.protocol import protocol_pb2 as pb
 
 # Statuses a client may retry after a short back-off: the cluster is moving
@@ -53,7 +55,8 @@ class StatusError(GazetteError):
         self.detail = detail
         self.journal = journal
         self.retriable = status in RETRIABLE_STATUSES
-        name = pb.Status.Name(status) if status in pb.Status.values() else str(status)
+        known = status in pb.Status.values()
+        name = pb.Status.Name(cast("pb.Status.ValueType", status)) if known else str(status)
         where = f" (journal {journal!r})" if journal else ""
         super().__init__(f"{name}{where}" + (f": {detail}" if detail else ""))
 

@@ -14,7 +14,7 @@ from gazctl.commands import (
 
 app = typer.Typer(help="Create, list, append to and read journals.", no_args_is_help=True)
 app.command("apply")(journals_apply.apply)
-app.command("list")(journals_list.list_journals)
+app.command("list")(journals_list.list_journals_cmd)
 app.command("append")(journals_append.append)
 app.command("read")(journals_read.read)
 app.command("fragments")(journals_fragments.fragments)

@@ -32,7 +32,8 @@ def apply(
         stdout.print(f"dry run: {len(request.changes)} change(s) not applied")
         return
     resp = run(broker, lambda stub: apply_journals(stub, request))
-    stdout.print(f"applied {len(request.changes)} change(s) at revision {resp.header.etcd.revision}")
+    revision = resp.header.etcd.revision
+    stdout.print(f"applied {len(request.changes)} change(s) at revision {revision}")
 
 
 def _read(path: str) -> str:

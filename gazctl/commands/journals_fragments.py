@@ -19,7 +19,7 @@ from gazette_core.broker.protocol.labels_ext import parse_selector
 Listed = list[tuple[str, pb.FragmentsResponse._Fragment]]
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     table = "table"
     json = "json"
 

@@ -15,7 +15,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector, values_of
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     table = "table"
     yaml = "yaml"
     json = "json"
@@ -47,8 +47,6 @@ def list_journals_cmd(
         table(cols, [_row(j, primary, replicas, rf, stores, label_columns)
                      for j in resp.journals])
 
-
-list_journals = list_journals_cmd
 
 
 def _row(j: pb.ListResponse.Journal, primary: bool, replicas: bool, rf: bool, stores: bool,

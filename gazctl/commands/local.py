@@ -16,7 +16,7 @@ app = typer.Typer(help="Run a local Gazette stack (etcd and brokers) in the back
 Dir = typer.Option(None, "--dir", help=f"Stack directory (default {local_stack.DEFAULT_DIR}).")
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     table = "table"
     json = "json"
 

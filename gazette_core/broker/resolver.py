@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class Resolution:
     """What a broker knows about a journal at one KeySpace revision."""
 
-    status: int
+    status: pb.Status.ValueType
     header: pb.Header
     journal: str
     spec: pb.JournalSpec | None = None
@@ -117,7 +117,8 @@ class Resolver:
             res.replica = self.replicas.get(journal)
         return res
 
-    def _status(self, res: Resolution, require_primary: bool, may_proxy: bool) -> int:
+    def _status(self, res: Resolution, require_primary: bool, may_proxy: bool
+                ) -> pb.Status.ValueType:
         route = res.route
         if res.spec is None:
             return pb.JOURNAL_NOT_FOUND

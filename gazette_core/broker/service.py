@@ -7,7 +7,6 @@ serve, announce the member under a lease, then watch and allocate.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import aetcd

@@ -7,7 +7,7 @@ misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import grpc
 
@@ -24,7 +24,7 @@ from gazette_core.errors import GazetteError
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
-Context = grpc.aio.ServicerContext
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 async def _abort(context: Context, exc: Exception) -> None:
@@ -37,7 +37,7 @@ class JournalServicer(pb_grpc.JournalServicer):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    async def List(self, request: pb.ListRequest, context: Context  # noqa: N802
+    async def List(self, request: pb.ListRequest, context: Context
                    ) -> AsyncIterator[pb.ListResponse]:
         try:
             async for resp in serve_list(self.broker, request):
@@ -45,7 +45,7 @@ class JournalServicer(pb_grpc.JournalServicer):
         except GazetteError as exc:
             await _abort(context, exc)
 
-    async def Apply(self, request: pb.ApplyRequest, context: Context  # noqa: N802
+    async def Apply(self, request: pb.ApplyRequest, context: Context
                     ) -> pb.ApplyResponse:
         try:
             return await serve_apply(self.broker, request)
@@ -53,7 +53,7 @@ class JournalServicer(pb_grpc.JournalServicer):
             await _abort(context, exc)
             raise
 
-    async def Read(self, request: pb.ReadRequest, context: Context  # noqa: N802
+    async def Read(self, request: pb.ReadRequest, context: Context
                    ) -> AsyncIterator[pb.ReadResponse]:
         try:
             async for resp in serve_read(self.broker, request):
@@ -61,7 +61,7 @@ class JournalServicer(pb_grpc.JournalServicer):
         except GazetteError as exc:
             await _abort(context, exc)
 
-    async def Append(self, request_iterator: AsyncIterator[pb.AppendRequest],  # noqa: N802
+    async def Append(self, request_iterator: AsyncIterator[pb.AppendRequest],
                      context: Context) -> pb.AppendResponse:
         try:
             return await serve_append(self.broker, request_iterator)
@@ -69,7 +69,7 @@ class JournalServicer(pb_grpc.JournalServicer):
             await _abort(context, exc)
             raise
 
-    async def ListFragments(self, request: pb.FragmentsRequest, context: Context  # noqa: N802
+    async def ListFragments(self, request: pb.FragmentsRequest, context: Context
                             ) -> pb.FragmentsResponse:
         try:
             return await serve_list_fragments(self.broker, request)
@@ -77,7 +77,7 @@ class JournalServicer(pb_grpc.JournalServicer):
             await _abort(context, exc)
             raise
 
-    async def FragmentStoreHealth(self, request: pb.FragmentStoreHealthRequest,  # noqa: N802
+    async def FragmentStoreHealth(self, request: pb.FragmentStoreHealthRequest,
                                   context: Context) -> pb.FragmentStoreHealthResponse:
         try:
             return await serve_store_health(self.broker, request)
@@ -85,7 +85,7 @@ class JournalServicer(pb_grpc.JournalServicer):
             await _abort(context, exc)
             raise
 
-    async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],  # noqa: N802
+    async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],
                         context: Context) -> AsyncIterator[pb.ReplicateResponse]:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED,
                             "this broker does not accept replication peers yet")

@@ -109,7 +109,7 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
             b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log")
             stack.save()
     for b in stack.brokers:
-        _wait(lambda b=b: _broker_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
+        _wait(_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
     if activate:
         _set_active(directory)
     return stack
@@ -150,8 +150,8 @@ def _etcd_healthy(e: Process) -> bool:
         return False
 
 
-def _broker_ready(b: Process) -> bool:
-    return broker_serves(b.endpoint)
+def _ready(b: Process) -> Callable[[], bool]:
+    return lambda: broker_serves(b.endpoint)
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:

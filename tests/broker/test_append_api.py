@@ -13,7 +13,7 @@ from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
 from gazette_core.broker.protocol.validate_ext import validate_append_response
 from gazette_core.broker.service import Broker
 from gazette_core.testing.broker import journal_spec
-from tests.broker.conftest import append, create, read_all
+from tests.broker.support import append, create, read_all
 
 
 def expected_header(broker: Broker, etcd: pb.Header.Etcd) -> pb.Header:

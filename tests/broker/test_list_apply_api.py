@@ -11,7 +11,7 @@ from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.validate_ext import validate_list_response
 from gazette_core.broker.service import Broker
 from gazette_core.testing.broker import journal_spec
-from tests.broker.conftest import wait_assigned
+from tests.broker.support import wait_assigned
 
 
 def unrouted(broker: Broker, etcd: pb.Header.Etcd) -> pb.Header:

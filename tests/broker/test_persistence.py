@@ -16,7 +16,7 @@ from gazette_core.broker.protocol.fragment_ext import content_name, sha1_to_sum
 from gazette_core.broker.service import Broker
 from gazette_core.testing.broker import journal_spec, journal_stub, running_broker, test_config
 from gazette_core.testing.etcd import EtcdServer
-from tests.broker.conftest import append, create, read_all
+from tests.broker.support import append, create, read_all, wait_assigned
 
 CODECS = [pb.NONE, pb.GZIP, pb.ZSTANDARD, pb.SNAPPY]
 
@@ -91,7 +91,7 @@ async def test_restart_continues_after_persisted_content(
         await append(stub, "r/journal", b"still before\n")
     # Stopping persisted the spool: the second broker finds every byte in the store.
     async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
-        await create_wait(stub, "r/journal")
+        await wait_assigned(stub, "r/journal")
         resp = await append(stub, "r/journal", b"after restart\n")
         assert (resp.status, resp.commit.begin) == (pb.OK, 28)
         content = b"".join(r.content for r in await read_all(
@@ -100,5 +100,5 @@ async def test_restart_continues_after_persisted_content(
 
 
 async def create_wait(stub: pb_grpc.JournalStub, journal: str) -> None:
-    from tests.broker.conftest import wait_assigned
+    from tests.broker.support import wait_assigned
     await wait_assigned(stub, journal)

@@ -10,7 +10,7 @@ from gazette_core.broker.protocol.validate_ext import validate_read_response
 from gazette_core.broker.read_api import CHUNK_SIZE
 from gazette_core.broker.service import Broker
 from gazette_core.testing.broker import journal_spec
-from tests.broker.conftest import append, create, read_all
+from tests.broker.support import append, create, read_all
 
 
 def local_header(broker: Broker, etcd: pb.Header.Etcd) -> pb.Header:
