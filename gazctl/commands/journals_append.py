@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,8 +14,10 @@ from gazctl.config import BrokerAddress, Selector, run
 from gazctl.render import stdout
 from gazette_core.broker.client.appender import append as append_rpc
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.errors import ValidationError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
 def append(
@@ -26,7 +29,7 @@ def append(
     sel = require_selector(selector)
     data = sys.stdin.buffer.read() if input_path == "-" else _read(input_path)
 
-    async def body(stub: pb_grpc.JournalStub) -> pb.AppendResponse:
+    async def body(stub: JournalAsyncStub) -> pb.AppendResponse:
         journals = await matched_journals(stub, sel, selector)
         journal = random.choice(journals).spec.name
         return await append_rpc(stub, journal, data)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,10 +12,12 @@ from gazctl.config import BrokerAddress, Selector, run
 from gazctl.render import humanize_bytes, json_line, message_dict, table
 from gazette_core.broker.client.journals import list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.durations_ext import from_seconds
 from gazette_core.broker.protocol.fragment_ext import sum_to_hex
 from gazette_core.broker.protocol.labels_ext import parse_selector
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 Listed = list[tuple[str, pb.FragmentsResponse._Fragment]]
 
@@ -37,7 +40,7 @@ def fragments(
     """List fragments of the selected journals. JSON output is one fragment per line."""
     sel = parse_selector(selector)
 
-    async def body(stub: pb_grpc.JournalStub) -> Listed:
+    async def body(stub: JournalAsyncStub) -> Listed:
         out: Listed = []
         for j in (await list_journals(stub, sel)).journals:
             if j.spec.HasField("suspend") and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL:

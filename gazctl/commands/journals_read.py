@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import typer
 
@@ -17,7 +17,9 @@ from gazctl.config import BrokerAddress, Selector, run
 from gazctl.render import stderr
 from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
 def read(
@@ -40,7 +42,7 @@ def read(
         stderr.print(f"wrote {total} bytes to {output}", highlight=False)
 
 
-async def _read_all(stub: pb_grpc.JournalStub, sel: pb.LabelSelector, text: str,
+async def _read_all(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str,
                     out: BinaryIO, block: bool, tail: bool) -> int:
     journals = await matched_journals(stub, sel, text)
     lock = asyncio.Lock()
@@ -51,7 +53,7 @@ async def _read_all(stub: pb_grpc.JournalStub, sel: pb.LabelSelector, text: str,
     return sum(totals)
 
 
-async def _read_one(stub: pb_grpc.JournalStub, journal: str, out: BinaryIO,
+async def _read_one(stub: JournalAsyncStub, journal: str, out: BinaryIO,
                     lock: asyncio.Lock, block: bool, tail: bool) -> int:
     req = pb.ReadRequest(journal=journal, offset=-1 if tail else 0, block=block)
     total = 0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.errors import ValidationError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
 def require_selector(text: str) -> pb.LabelSelector:
@@ -16,7 +20,7 @@ def require_selector(text: str) -> pb.LabelSelector:
     return parse_selector(text)
 
 
-async def matched_journals(stub: pb_grpc.JournalStub, selector: pb.LabelSelector,
+async def matched_journals(stub: JournalAsyncStub, selector: pb.LabelSelector,
                            text: str) -> list[pb.ListResponse.Journal]:
     """Journals the selector matches; an error naming the selector when there are none."""
     resp = await list_journals(stub, selector)
