@@ -56,7 +56,8 @@ def test_decodes_each_kind() -> None:
         (
             f"{R}/items/a/journal",
             b"\xff\xff",
-            f"item '{R}/items/a/journal': invalid JournalSpec: Error parsing message",
+            f"item '{R}/items/a/journal': invalid JournalSpec: Error parsing message "
+            "with type 'protocol.JournalSpec': Wire format was corrupt",
         ),
         (
             f"{R}/members/zone#broker-2",

@@ -1,0 +1,129 @@
+"""The Allocator: runs on every member, changes assignments only while leading.
+
+The leader is the member key with the lowest create revision. On every
+KeySpace change it plans against a snapshot and applies the changes in
+batched transactions that also assert its own member key is unchanged, so a
+member that lost leadership (or its lease) cannot write. A failed transaction
+just means the snapshot was stale: the next change brings a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+
+import aetcd
+from aetcd import rpc
+
+from gazette_core.allocator.changes import Change
+from gazette_core.allocator.consistency import route_consistent
+from gazette_core.allocator.keys import AllocState
+from gazette_core.allocator.planner import Consistent, Desired, MemberLimit, default_member_limit
+from gazette_core.allocator.planner import plan as plan_changes
+from gazette_core.errors import GazetteError
+from gazette_core.keyspace import etcd_util
+from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+
+log = logging.getLogger(__name__)
+
+# Etcd's default limit on operations per transaction.
+MAX_TXN_OPS = 128
+# Pause after an etcd error so an unreachable cluster isn't hammered.
+ERROR_DELAY = 1.0
+
+
+def batches(changes: Sequence[Change], reserved: int = 1) -> Iterator[list[Change]]:
+    """Consecutive groups of changes within MAX_TXN_OPS ops and compares each.
+
+    `reserved` compares per batch are left for the caller's own guards.
+    """
+    batch: list[Change] = []
+    ops = compares = 0
+    for change in changes:
+        n_ops, n_cmps = len(change.ops()), len(change.compares())
+        if batch and (ops + n_ops > MAX_TXN_OPS or compares + n_cmps + reserved > MAX_TXN_OPS):
+            yield batch
+            batch, ops, compares = [], 0, 0
+        batch.append(change)
+        ops += n_ops
+        compares += n_cmps
+    if batch:
+        yield batch
+
+
+class Allocator:
+    """Keeps the items under `root` assigned while `self_member_key` leads."""
+
+    def __init__(
+        self,
+        client: aetcd.Client,
+        keyspace: KeySpace,
+        root: str,
+        self_member_key: str,
+        desired_replication: Desired,
+        *,
+        member_limit: MemberLimit = default_member_limit,
+        consistent: Consistent = route_consistent,
+    ) -> None:
+        self.client = client
+        self.keyspace = keyspace
+        self.root = root
+        self.self_member_key = self_member_key
+        self.desired_replication = desired_replication
+        self.member_limit = member_limit
+        self.consistent = consistent
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Allocate in a background task until `stop()`."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def plan(self) -> tuple[KeyValue | None, list[Change]]:
+        """This member's key and the changes due, if it leads; else (None, [])."""
+        state = AllocState.from_keyspace(self.keyspace, self.root)
+        leader = state.leader()
+        if leader is None or leader.key != self.self_member_key:
+            return None, []
+        changes = plan_changes(state, self.desired_replication, self.member_limit, self.consistent)
+        return leader, changes
+
+    async def converge_once(self) -> bool:
+        """Plan and apply one round; False if a transaction lost a race."""
+        leader, changes = self.plan()
+        if leader is None or not changes:
+            return True
+        guard = etcd_util.cmp_mod_revision(self.self_member_key, leader.mod_revision)
+        revision = 0
+        for batch in batches(changes):
+            compares = [guard, *(c for change in batch for c in change.compares())]
+            ops = [op for change in batch for op in change.ops()]
+            resp = await etcd_util.txn(self.client, compares, ops)
+            if not resp.succeeded:
+                log.info("allocator txn lost a race at revision %d", self.keyspace.revision)
+                return False
+            revision = resp.header.revision
+        log.debug("allocator applied %d changes", len(changes))
+        # Plan the next round only from a snapshot that includes these writes.
+        await self.keyspace.wait_for_revision(revision)
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            seen = self.keyspace.revision
+            try:
+                await self.converge_once()
+            except (rpc.AioRpcError, aetcd.ClientError, GazetteError) as exc:
+                log.warning("allocator round failed: %s", exc)
+                await asyncio.sleep(ERROR_DELAY)
+            await self.keyspace.wait_for_change(seen)
+
