@@ -30,8 +30,11 @@ Decoder = Callable[[str, bytes], object]
 
 # Pause before re-loading after a failed watch, so a down etcd isn't hammered.
 RETRY_DELAY = 0.5
-# How often a waiter behind the wanted revision re-asks etcd for watch progress.
-PROGRESS_INTERVAL = 1.0
+# How long a waiter behind the wanted revision relies on the watch before
+# re-reading the prefix (etcd catches up new watchers every 100 ms), doubling
+# up to the maximum while it keeps waiting.
+SYNC_GRACE = 0.15
+MAX_SYNC_GRACE = 2.0
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class KeySpace:
         self.header = pb.Header.Etcd()
         self.observers: list[Callable[[], None]] = []
         self._changed = asyncio.Event()
-        self._watch: WatchStream | None = None
+        self._floor = 0
+        self._sync_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -83,7 +87,9 @@ class KeySpace:
 
     async def load(self) -> None:
         """Replace the mirror with a fresh Range of the prefix."""
-        resp = await etcd_util.get_prefix(self.client, self.root)
+        self._replace(await etcd_util.get_prefix(self.client, self.root))
+
+    def _replace(self, resp: rpc.RangeResponse) -> None:
         kvs: dict[str, KeyValue] = {}
         for kv in resp.kvs:
             entry = self._entry(kv)
@@ -92,6 +98,8 @@ class KeySpace:
         self._kvs = kvs
         self._keys = sorted(kvs)
         self.header = etcd_util.header_of(resp.header)
+        # Watch events at or below this revision are already reflected.
+        self._floor = resp.header.revision
         self._notify()
 
     def start(self) -> None:
@@ -122,26 +130,30 @@ class KeySpace:
 
     async def wait_for_revision(self, rev: int, timeout: float | None = None) -> None:
         """Return once `revision >= rev`; raises TimeoutError after `timeout` seconds."""
+        grace = SYNC_GRACE
         async with asyncio.timeout(timeout):
-            ask = True
             while self.revision < rev:
-                changed = self._changed
-                if ask:
-                    await self._request_progress()
                 try:
-                    await asyncio.wait_for(changed.wait(), PROGRESS_INTERVAL)
-                    ask = False
+                    await asyncio.wait_for(self._changed.wait(), grace)
                 except TimeoutError:
-                    ask = True
+                    await self._sync(rev)
+                    grace = min(grace * 2, MAX_SYNC_GRACE)
 
-    async def _request_progress(self) -> None:
-        # Writes outside the prefix produce no events, so without this a revision
-        # reached only by them would not be observed until the next change.
-        if self._watch is not None:
-            try:
-                await self._watch.request_progress()
-            except (rpc.AioRpcError, asyncio.InvalidStateError) as exc:
-                log.debug("keyspace progress request failed: %s", exc)
+    async def _sync(self, rev: int) -> None:
+        """Re-read the prefix if the watch hasn't reached `rev` on its own.
+
+        Writes outside the prefix produce no events, so a revision reached only
+        by them is otherwise not observed until the next change under it (etcd
+        3.4's on-demand progress responses can't be used instead: they may run
+        ahead of events still being delivered).
+        """
+        async with self._sync_lock:
+            if self.revision >= rev:
+                return
+            resp = await etcd_util.get_prefix(self.client, self.root)
+            # Events applied while the Range was in flight may already be newer.
+            if resp.header.revision > self.revision:
+                self._replace(resp)
 
     async def wait_for_change(self, after_revision: int) -> None:
         """Return once `revision > after_revision`."""
@@ -168,6 +180,8 @@ class KeySpace:
     def _apply(self, resp: rpc.WatchResponse) -> None:
         """Apply one watch response's events, then advance the header."""
         for event in resp.events:
+            if event.kv.mod_revision <= self._floor:
+                continue
             key = event.kv.key.decode()
             entry = self._entry(event.kv) if event.type == rpc.Event.PUT else None
             if entry is None:
@@ -216,13 +230,9 @@ class KeySpace:
     async def _follow(self) -> None:
         """Watch from the next revision until the stream fails or is compacted."""
         async with WatchStream(self.client, self.root, self.revision + 1) as watch:
-            self._watch = watch
-            try:
-                async for resp in watch:
-                    if resp.created:
-                        # Its header revision may run ahead of catch-up events not yet sent.
-                        self._set_header(resp.header, 0)
-                    else:
-                        self._apply(resp)
-            finally:
-                self._watch = None
+            async for resp in watch:
+                if resp.created:
+                    # Its header revision may run ahead of catch-up events not yet sent.
+                    self._set_header(resp.header, 0)
+                else:
+                    self._apply(resp)

@@ -1,4 +1,4 @@
-"""One raw etcd Watch stream over a key prefix, with progress requests.
+"""One raw etcd Watch stream over a key prefix.
 
 aetcd's watcher hides response headers and progress notifications, which the
 KeySpace needs to know which revision it reflects, so this drives the
@@ -7,7 +7,6 @@ bidirectional Watch RPC directly.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from types import TracebackType
 
@@ -35,7 +34,6 @@ class WatchStream:
         self._prefix = prefix.encode()
         self._start_revision = start_revision
         self._call: grpc.aio.StreamStreamCall | None = None
-        self._write_lock = asyncio.Lock()
 
     async def __aenter__(self) -> WatchStream:
         await self._client.connect()
@@ -47,7 +45,7 @@ class WatchStream:
             start_revision=self._start_revision,
             progress_notify=True,
         )
-        await self._write(rpc.WatchRequest(create_request=create))
+        await self._call.write(rpc.WatchRequest(create_request=create))
         return self
 
     async def __aexit__(
@@ -59,17 +57,6 @@ class WatchStream:
         call, self._call = self._call, None
         if call is not None:
             call.cancel()
-
-    async def request_progress(self) -> None:
-        """Ask etcd for a response carrying its current revision (once synced)."""
-        if self._call is not None:
-            await self._write(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
-
-    async def _write(self, request: rpc.WatchRequest) -> None:
-        # grpc.aio allows only one outstanding write per stream.
-        async with self._write_lock:
-            assert self._call is not None
-            await self._call.write(request)
 
     async def __aiter__(self) -> AsyncIterator[rpc.WatchResponse]:
         """Responses in order; raises when the stream ends, is canceled or compacted."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aetcd
 import pytest
 
@@ -20,6 +22,11 @@ def decode(key: str, value: bytes) -> object:
 
 async def put(client: aetcd.Client, key: str, value: bytes) -> int:
     resp = await eu.txn(client, [], [eu.put_op(key, value)])
+    return int(resp.header.revision)
+
+
+async def delete(client: aetcd.Client, key: str) -> int:
+    resp = await eu.txn(client, [], [eu.delete_op(key)])
     return int(resp.header.revision)
 
 
@@ -46,20 +53,31 @@ async def test_load_mirrors_prefix_in_key_order(etcd: aetcd.Client) -> None:
     assert ks.header.cluster_id and ks.header.member_id and ks.header.raft_term
 
 
+async def until_watched(ks: KeySpace, rev: int) -> None:
+    """Wait for `rev` through watch events only (no re-reading of the prefix)."""
+    async with asyncio.timeout(10):
+        while ks.revision < rev:
+            await ks.wait_for_change(ks.revision)
+
+
 async def test_watch_applies_puts_and_deletes_in_order(etcd: aetcd.Client) -> None:
     ks = KeySpace(etcd, ROOT, decode)
     seen: list[list[tuple[str, object, int]]] = []
     ks.observers.append(lambda: seen.append(snapshot(ks)))
     await ks.load()
-    seen.clear()
     ks.start()
     try:
+        # Once a write made after start() shows up, the watch is live.
+        await until_watched(ks, await put(etcd, "/ks/sentinel", b"s"))
+        await until_watched(ks, await delete(etcd, "/ks/sentinel"))
+        seen.clear()
+
         r1 = await put(etcd, "/ks/x", b"1")
         both = await eu.txn(etcd, [], [eu.put_op("/ks/a", b"2"), eu.put_op("/ks/x", b"3")])
         r2 = int(both.header.revision)
-        await eu.txn(etcd, [], [eu.delete_op("/ks/a")])
+        await delete(etcd, "/ks/a")
         r4 = await put(etcd, "/ks/x", b"bad")
-        await ks.wait_for_revision(r4, timeout=10)
+        await until_watched(ks, r4)
     finally:
         await ks.stop()
 
