@@ -125,5 +125,9 @@ class Allocator:
             except (rpc.AioRpcError, aetcd.ClientError, GazetteError) as exc:
                 log.warning("allocator round failed: %s", exc)
                 await asyncio.sleep(ERROR_DELAY)
+            except Exception:
+                # A bug in one round must not silently end allocation for the cluster.
+                log.exception("allocator round failed")
+                await asyncio.sleep(ERROR_DELAY)
             await self.keyspace.wait_for_change(seen)
 

@@ -150,7 +150,11 @@ class KeySpace:
         async with self._sync_lock:
             if self.revision >= rev:
                 return
-            resp = await etcd_util.get_prefix(self.client, self.root)
+            try:
+                resp = await etcd_util.get_prefix(self.client, self.root)
+            except (rpc.AioRpcError, aetcd.ClientError) as exc:
+                log.warning("keyspace re-read of %r failed: %s", self.root, exc)
+                return
             # Events applied while the Range was in flight may already be newer.
             if resp.header.revision > self.revision:
                 self._replace(resp)
@@ -161,7 +165,7 @@ class KeySpace:
             await self._changed.wait()
 
     def _entry(self, kv: rpc.KeyValue) -> KeyValue | None:
-        key = kv.key.decode()
+        key = _key_str(kv.key)
         try:
             decoded = self._decode(key, kv.value)
         except (ValueError, GazetteError) as exc:
@@ -182,7 +186,7 @@ class KeySpace:
         for event in resp.events:
             if event.kv.mod_revision <= self._floor:
                 continue
-            key = event.kv.key.decode()
+            key = _key_str(event.kv.key)
             entry = self._entry(event.kv) if event.type == rpc.Event.PUT else None
             if entry is None:
                 # Deleted, or now undecodable: either way it no longer exists for readers.
@@ -221,6 +225,9 @@ class KeySpace:
                 await self._follow()
             except (GazetteError, rpc.AioRpcError, aetcd.ClientError) as exc:
                 log.warning("keyspace watch of %r ended: %s; re-loading", self.root, exc)
+            except Exception:
+                # Keep mirroring whatever went wrong; a dead watch would freeze every reader.
+                log.exception("keyspace watch of %r failed; re-loading", self.root)
             await asyncio.sleep(RETRY_DELAY)
             try:
                 await self.load()
@@ -236,3 +243,8 @@ class KeySpace:
                     self._set_header(resp.header, 0)
                 else:
                     self._apply(resp)
+
+
+def _key_str(key: bytes) -> str:
+    # Foreign keys needn't be UTF-8; keep them distinct and round-trippable.
+    return key.decode(errors="surrogateescape")
