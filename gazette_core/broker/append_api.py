@@ -8,6 +8,7 @@ leaves nothing behind.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
 _Suspend = pb.AppendRequest
+# A client must stream at least this fast once its initial credit is spent, or
+# its append is rolled back (it would otherwise hold the journal's pipeline).
+MIN_APPEND_RATE = 64 * 1024
+MIN_RATE_CREDIT_S = 1.0
 NO_CONTENT_MODES = (_Suspend.SUSPEND_IF_FLUSHED, _Suspend.SUSPEND_NOW, _Suspend.SUSPEND_KEEP)
 
 
@@ -145,19 +150,39 @@ async def _stream_content(replica: Replica, first: pb.AppendRequest,
     chunks = 0
     spool = replica.spool
     writable = may_write(replica.spec)
-    async for req in requests:
+    rate = _MinRate()
+    while (req := await rate.next(requests)) is not None:
         if req.journal or req.HasField("header") or req.offset or req.suspend:
             raise AppendStreamError("expected only Content in follow-up AppendRequests")
         if not req.content:
-            if await _next(requests) is not None:
+            if await rate.next(requests) is not None:
                 raise AppendStreamError("expected EOF after empty Content chunk")
             return chunks
         if not writable or first.suspend in NO_CONTENT_MODES:
             return pb.AppendResponse(status=pb.NOT_ALLOWED)
         replica.apply(pb.ReplicateRequest(content=req.content, content_delta=spool.delta))
         digest.update(req.content)
+        rate.received += len(req.content)
         chunks += 1
     raise AppendStreamError("unexpected EOF")
+
+
+class _MinRate:
+    """Reads the next message no later than the minimum append rate allows."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.start = self.loop.time()
+        self.received = 0
+
+    async def next(self, requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:
+        deadline = self.start + MIN_RATE_CREDIT_S + self.received / MIN_APPEND_RATE
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await _next(requests)
+        except TimeoutError:
+            raise AppendStreamError(
+                "client stream didn't sustain the minimum append data rate") from None
 
 
 def _next_registers(replica: Replica, req: pb.AppendRequest) -> pb.LabelSet:

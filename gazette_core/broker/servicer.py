@@ -6,6 +6,7 @@ misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -29,6 +30,24 @@ Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 async def _abort(context: Context, exc: Exception) -> None:
     await context.abort(grpc.StatusCode.UNKNOWN, str(exc))
+
+
+def _cancel_when_rpc_ends(context: Context) -> asyncio.Event:
+    """Cancel the calling handler if its RPC ends (client cancel, deadline) before it does.
+
+    grpc.aio does not always wake a handler blocked reading a client stream
+    that was cancelled early, and an Append handler holds its journal's
+    pipeline while it reads.
+    """
+    task = asyncio.current_task()
+    finished = asyncio.Event()
+
+    def on_done(_: object) -> None:
+        if task is not None and not finished.is_set() and not task.done():
+            task.cancel()
+
+    context.add_done_callback(on_done)
+    return finished
 
 
 class JournalServicer(pb_grpc.JournalServicer):

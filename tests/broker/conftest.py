@@ -10,14 +10,14 @@ import pytest_asyncio
 
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
-from gazette_core.testing.broker import journal_stub, running_broker, test_config
+from gazette_core.testing.broker import broker_config, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def broker(etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path
                  ) -> AsyncIterator[Broker]:
-    async with running_broker(test_config(etcd_server.endpoint, str(tmp_path))) as b:
+    async with running_broker(broker_config(etcd_server.endpoint, str(tmp_path))) as b:
         yield b
 
 

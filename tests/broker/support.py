@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 
@@ -17,15 +19,19 @@ async def create(stub: pb_grpc.JournalStub, *specs: pb.JournalSpec) -> pb.ApplyR
 
 
 async def wait_assigned(stub: pb_grpc.JournalStub, journal: str) -> pb.Route:
-    """Block until the journal's route has a primary (the allocator has run)."""
+    """Block until the journal's route has a primary (the allocator has run).
+
+    Polls plain List calls: a List watch re-sends only when specs change, not
+    when assignments do.
+    """
     sel = pb.LabelSelector(include=pb.LabelSet(labels=[pb.Label(name="name", value=journal)]))
-    call = stub.List(pb.ListRequest(selector=sel, watch=True))
-    async for resp in call:
-        for j in resp.journals:
-            if j.route.primary != -1:
-                call.cancel()
-                return j.route
-    raise AssertionError("watch ended")
+    for _ in range(500):
+        async for resp in stub.List(pb.ListRequest(selector=sel)):
+            for j in resp.journals:
+                if j.route.primary != -1:
+                    return j.route
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{journal} was not assigned a primary")
 
 
 async def append(stub: pb_grpc.JournalStub, journal: str, *chunks: bytes,

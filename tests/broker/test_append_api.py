@@ -157,3 +157,17 @@ async def test_message_after_commit_intent_is_an_error(broker: Broker,
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.Append(iter(msgs))
     assert err.value.details() == "append stream: expected EOF after empty Content chunk"
+
+
+async def test_stalled_client_is_aborted_and_rolled_back(broker: Broker,
+                                                         stub: pb_grpc.JournalStub) -> None:
+    await create(stub, journal_spec("a/journal"))
+    call = stub.Append()
+    await call.write(pb.AppendRequest(journal="a/journal"))
+    await call.write(pb.AppendRequest(content=b"stalled"))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call  # the client sends nothing more
+    assert err.value.details() == (
+        "append stream: client stream didn't sustain the minimum append data rate")
+    after = await append(stub, "a/journal", b"next")
+    assert (after.commit.begin, after.commit.end) == (0, 4)

@@ -68,8 +68,7 @@ async def test_list_pages_by_25_with_routes(broker: Broker, stub: pb_grpc.Journa
     assert names == [s.name for s in specs]
     assert pages[1].journals[-1].route == route == pb.Route(
         members=[broker.process_id], primary=0, endpoints=[broker.endpoint])
-    for journal in pages[0].journals:
-        assert journal.spec == specs[pages[0].journals.index(journal)]
+    assert [j.spec for p in pages for j in p.journals] == specs
     validate_list_response(pages[0])
 
 

@@ -14,7 +14,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.fragment_ext import content_name, sha1_to_sum
 from gazette_core.broker.service import Broker
-from gazette_core.testing.broker import journal_spec, journal_stub, running_broker, test_config
+from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
 from tests.broker.support import append, create, read_all, wait_assigned
 
@@ -84,7 +84,7 @@ async def test_list_fragments_pages_and_filters(broker: Broker,
 
 async def test_restart_continues_after_persisted_content(
         etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
-    config = test_config(etcd_server.endpoint, str(tmp_path))
+    config = broker_config(etcd_server.endpoint, str(tmp_path))
     async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
         await create(stub, journal_spec("r/journal", length=1 << 20))
         await append(stub, "r/journal", b"before restart\n")
