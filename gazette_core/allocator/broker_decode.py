@@ -14,19 +14,17 @@ from google.protobuf.message import DecodeError
 
 from gazette_core.allocator import keys
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.validate_ext import validate_journal_spec
 
 
 def _decode_journal_spec(root: str, key: str, value: bytes) -> pb.JournalSpec:
-    # Imported here: the validators live with the broker protocol, which imports widely.
-    from gazette_core.broker.protocol import validate_ext
-
     name = keys.parse_item_key(root, key)
     try:
         spec = pb.JournalSpec.FromString(value)
     except DecodeError as exc:
         raise ValueError(f"item {key!r}: invalid JournalSpec: {exc}") from exc
     try:
-        validate_ext.validate_journal_spec(spec)
+        validate_journal_spec(spec)
     except ValueError as exc:
         raise ValueError(f"item {key!r}: {exc}") from exc
     if spec.name != name:
