@@ -47,6 +47,6 @@ def _describe(change: pb.ApplyRequest.Change) -> str:
     rev = change.expect_mod_revision
     guard = "any revision" if rev == -1 else ("new" if rev == 0 else f"revision {rev}")
     if change.HasField("upsert"):
-        verb = "create" if rev == 0 else "update"
+        verb = {0: "create", -1: "apply"}.get(rev, "update")
         return f"{verb} {change.upsert.name} ({guard})"
     return f"delete {change.delete} ({guard})"

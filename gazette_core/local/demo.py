@@ -15,12 +15,16 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "journals.yaml"
 
 
-def gazctl(*args: str, stdin: bytes | None = None) -> bytes:
-    """Run gazctl, echoing the command line and its output."""
+def gazctl(*args: str, stdin: bytes | None = None, head: int = 0) -> bytes:
+    """Run gazctl, echoing the command line and its output (the first `head` lines if set)."""
     print(f"\n$ gazctl {' '.join(args)}", flush=True)
     proc = subprocess.run([sys.executable, "-m", "gazctl.main", *args], input=stdin,
                           capture_output=True, check=False)
-    sys.stdout.write(proc.stdout.decode(errors="replace"))
+    text = proc.stdout.decode(errors="replace")
+    lines = text.splitlines(keepends=True)
+    if head and len(lines) > head:
+        text = "".join(lines[:head]) + f"... ({len(lines) - head} more lines)\n"
+    sys.stdout.write(text)
     sys.stderr.write(proc.stderr.decode(errors="replace"))
     if proc.returncode != 0:
         raise SystemExit(f"demo step failed: gazctl {' '.join(args)} (exit {proc.returncode})")
@@ -41,8 +45,8 @@ def main() -> None:
         gazctl("journals", "append", "-l", "name=examples/clicks", stdin=clicks(batch))
     gazctl("journals", "append", "-l", "name=examples/greetings",
            stdin=b"hello, gazette\n")
-    out = gazctl("journals", "read", "-l", "topic=clicks")
-    print(f"(read {len(out.splitlines())} records back)")
+    out = gazctl("journals", "read", "-l", "topic=clicks", head=5)
+    print(f"(read {len(out.splitlines())} records back, in append order)")
     print("\nwaiting for the first fragment to be persisted and listed...", flush=True)
     time.sleep(3)
     gazctl("journals", "fragments", "-l", "name=examples/clicks")
