@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from bench import broker_bench, ceiling
+from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.local import stack as local_stack
@@ -31,7 +32,8 @@ async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
                  ("bench/throughput", "bench/latency", "bench/records")]
         await apply_journals(stub, pb.ApplyRequest(changes=[
             pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
-        await broker_bench.append(stub, "bench/throughput", b"warm-up")
+        for name in ("bench/throughput", "bench/latency", "bench/records"):
+            await append_retrying(stub, name, b"warm-up\n")  # waits for assignment
         out["append_mb_s"] = await broker_bench.append_throughput(
             stub, "bench/throughput", 16 * MiB, 4, RUNS)
         out["read_mb_s"] = await broker_bench.read_throughput(stub, "bench/throughput", RUNS)

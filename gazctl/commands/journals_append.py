@@ -12,7 +12,7 @@ import typer
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, Selector, run
 from gazctl.render import stdout
-from gazette_core.broker.client.appender import append as append_rpc
+from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
 
@@ -32,7 +32,7 @@ def append(
     async def body(stub: JournalAsyncStub) -> pb.AppendResponse:
         journals = await matched_journals(stub, sel, selector)
         journal = random.choice(journals).spec.name
-        return await append_rpc(stub, journal, data)
+        return await append_retrying(stub, journal, data)
 
     resp = run(broker, body)
     c = resp.commit

@@ -171,3 +171,13 @@ async def test_stalled_client_is_aborted_and_rolled_back(broker: Broker,
         "append stream: client stream didn't sustain the minimum append data rate")
     after = await append(stub, "a/journal", b"next")
     assert (after.commit.begin, after.commit.end) == (0, 4)
+
+
+async def test_append_retrying_waits_out_a_missing_primary(broker: Broker,
+                                                           stub: pb_grpc.JournalStub) -> None:
+    from gazette_core.broker.client.appender import append_retrying
+    # Apply without waiting for the allocator: the first attempts may find no primary.
+    await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
+        upsert=journal_spec("a/journal"))]))
+    resp = await append_retrying(stub, "a/journal", b"data")
+    assert (resp.status, resp.commit.begin, resp.commit.end) == (pb.OK, 0, 4)

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from gazette_core.broker.client.backoff import Backoff
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.errors import AppendError
+from gazette_core.errors import AppendError, GazetteError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -133,3 +134,30 @@ async def append(
     if resp.status != pb.OK:
         raise AppendError(resp, journal)
     return resp
+
+
+async def append_retrying(
+    stub: JournalAsyncStub,
+    journal: str,
+    data: bytes,
+    *,
+    deadline: float = 30.0,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> pb.AppendResponse:
+    """Append `data`, retrying retriable failures (no primary yet, broker restarting).
+
+    Safe because brokers answer those statuses before accepting any content,
+    and a failed RPC commits nothing. Gives up with the last error after
+    `deadline` seconds.
+    """
+    backoff = Backoff()
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + deadline
+    while True:
+        try:
+            return await append(stub, journal, data, timeout=timeout)
+        except GazetteError as exc:
+            delay = backoff.next_delay()
+            if not exc.retriable or loop.time() + delay > give_up:
+                raise
+            await asyncio.sleep(delay)
