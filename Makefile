@@ -4,9 +4,6 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
-PROTOS := gazette_core/broker/protocol/protocol.proto \
-          gazette_core/consumer/recoverylog/recorded_op.proto \
-          gazette_core/consumer/protocol/consumer.proto
 
 .PHONY: install etcd protos lint test demo bench clean
 
@@ -26,9 +23,10 @@ etcd:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
 	@etcd --version | head -1
 
+# The .proto list and the protoc command live in gazette_core/protogen.py, which the
+# freshness test (tests/test_protos_fresh.py) also uses.
 protos: $(STAMP)
-	PATH=$(VENV)/bin:$$PATH $(PY) -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
-	  --mypy_out=. --mypy_grpc_out=. $(PROTOS)
+	$(PY) -m gazette_core.protogen
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gazette_core gazctl tests bench
