@@ -29,8 +29,9 @@ protos: $(STAMP)
 	$(PY) -m gazette_core.protogen
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gazette_core gazctl tests bench
+	$(VENV)/bin/ruff check gazette_core gazctl tests bench scripts
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy scripts
 
 test: install lint
 	$(VENV)/bin/pytest -q
