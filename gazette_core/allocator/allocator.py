@@ -10,7 +10,6 @@ just means the snapshot was stale: the next change brings a fresh one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -25,6 +24,7 @@ from gazette_core.allocator.planner import plan as plan_changes
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +74,14 @@ class Allocator:
         self.desired_replication = desired_replication
         self.member_limit = member_limit
         self.consistent = consistent
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask("allocator")
 
     def start(self) -> None:
         """Allocate in a background task until `stop()`."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start(self._run)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._loop.stop()
 
     def plan(self) -> tuple[KeyValue | None, list[Change]]:
         """This member's key and the changes due, if it leads; else (None, [])."""

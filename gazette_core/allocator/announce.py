@@ -8,7 +8,6 @@ under the same lease, and the allocator reassigns its items.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from types import TracebackType
@@ -19,6 +18,7 @@ from aetcd import rpc
 
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
+from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Announcement:
         self.mod_revision = 0
         self.lost = False
         self._lease_id = 0
-        self._keep_alive: asyncio.Task[None] | None = None
+        self._keep_alive = BackgroundTask(f"keep-alive {key}")
 
     @property
     def lease_id(self) -> int:
@@ -66,7 +66,7 @@ class Announcement:
         )
         self._lease_id = grant.ID
         self.lost = False
-        self._keep_alive = asyncio.get_running_loop().create_task(self._refresh_loop())
+        self._keep_alive.start(self._refresh_loop)
         try:
             while not await self._try_put():
                 log.warning(
@@ -124,11 +124,7 @@ class Announcement:
                 log.info("lease of %r had already expired", self.key)
 
     async def _stop_refresh(self) -> None:
-        task, self._keep_alive = self._keep_alive, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._keep_alive.stop()
 
     async def __aenter__(self) -> Announcement:
         await self.announce()

@@ -20,6 +20,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.keyspace.keyspace import KeyValue
+from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +50,12 @@ class Replica:
         # Route last written into the assignment values (consistency handshake).
         self.advertised_route: pb.Route | None = None
         self._refresh_now = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._refresher = BackgroundTask(f"refresh {journal}")
 
     # -- lifecycle ----------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(
-            self._refresh_loop(), name=f"refresh {self.journal}")
+        self._refresher.start(self._refresh_loop)
 
     def on_spec(self, item: KeyValue) -> None:
         spec = _spec_of(item)
@@ -68,10 +68,7 @@ class Replica:
 
     async def stop(self) -> None:
         """Roll the spool so its content persists, and end the refresh loop."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._refresher.stop()
         async with self.pipeline_lock:
             if self.spool.content_length() > 0:
                 self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)

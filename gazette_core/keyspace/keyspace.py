@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.watch import WatchStream
+from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class KeySpace:
         self._changed = asyncio.Event()
         self._floor = 0
         self._sync_lock = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
+        self._follower = BackgroundTask(f"keyspace {root}")
 
     @property
     def revision(self) -> int:
@@ -104,16 +104,11 @@ class KeySpace:
 
     def start(self) -> None:
         """Follow changes in a background task (call after `load()`)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self._follower.start(self._run)
 
     async def stop(self) -> None:
         """Stop following changes; the mirror keeps its last state."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._follower.stop()
 
     async def __aenter__(self) -> KeySpace:
         await self.load()

@@ -1,0 +1,43 @@
+"""Background tasks of long-lived components: started explicitly, stopped by cancelling.
+
+Every component with a `start()`/`stop()` pair (KeySpace, Allocator,
+Announcement, Replica, ...) keeps its loop in a `BackgroundTask`, so stopping
+is one well-behaved call that waits for the loop to unwind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+
+async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
+    """Cancel `task` (if any) and wait until it has finished unwinding."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+class BackgroundTask:
+    """At most one running task, created by `start()` and cancelled by `stop()`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self, body: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `body()` in the background unless it already runs."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(body(), name=self.name)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
