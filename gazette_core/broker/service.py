@@ -30,6 +30,9 @@ from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 log = logging.getLogger(__name__)
 
 MAX_RECV = 4 * 1024 * 1024
+# How long a stopping broker keeps trying to persist its spools (Gazette's
+# per-persist timeout is 5 minutes).
+PERSIST_ON_STOP_S = 300.0
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
@@ -113,7 +116,7 @@ class Broker:
         if self.allocator is not None:
             await self.allocator.stop()
         await self.resolver.stop()
-        await self.persister.stop()
+        await self.persister.stop(timeout=PERSIST_ON_STOP_S)
         if self.server is not None:
             await self.server.stop(grace=1.0)
         await self.keyspace.stop()

@@ -51,6 +51,7 @@ class Persister:
         self._retry_delays = retry_delays
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
         self._workers: list[asyncio.Task[None]] = []
+        self._busy = 0  # jobs taken from the queue and not yet finished
 
     def start(self) -> None:
         """Start the background workers (idempotent)."""
@@ -60,16 +61,27 @@ class Persister:
                 for i in range(self._concurrency)
             ]
 
-    async def stop(self) -> None:
-        """Persist everything queued, then stop the workers."""
+    async def stop(self, timeout: float | None = None) -> int:
+        """Persist everything queued, then stop the workers.
+
+        With `timeout`, give up waiting after that many seconds (a store that
+        never recovers must not hang shutdown forever); returns how many queued
+        spools were left unpersisted.
+        """
         self.start()  # Drain even if never started.
-        await self._queue.join()
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+        except TimeoutError:
+            log.error("gave up persisting %d spool(s) after %.0fs",
+                      self._queue.qsize() + self._busy, timeout)
+        left = self._queue.qsize() + self._busy
         for worker in self._workers:
             worker.cancel()
         for worker in self._workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
         self._workers = []
+        return left
 
     def enqueue(
         self, spool: Spool, spec: pb.JournalSpec, on_persisted: OnPersisted | None = None
@@ -82,9 +94,11 @@ class Persister:
     async def _work(self) -> None:
         while True:
             job = await self._queue.get()
+            self._busy += 1
             try:
                 await self._persist_with_retries(job)
             finally:
+                self._busy -= 1
                 self._queue.task_done()
 
     async def _persist_with_retries(self, job: _Job) -> None:

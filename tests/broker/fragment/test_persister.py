@@ -136,3 +136,21 @@ async def test_failed_persist_is_retried_until_it_succeeds(
     await persister.stop()
     assert (tmp_path / "later" / JOURNAL / name).read_bytes() == content
     assert reported == [_expected(pb.NONE, "file:///later/", reported[0].mod_time, content)]
+
+
+async def test_stop_gives_up_after_timeout_and_reports_what_is_left(tmp_path: Path) -> None:
+    # The store root does not exist, so every attempt fails and is retried.
+    persister = Persister(str(tmp_path / "missing-root"), retry_delays=(0.05,))
+    persister.start()
+    spool = Spool("a/journal", str(tmp_path))
+    spool.apply(pb.ReplicateRequest(content=b"data", content_delta=0))
+    spool.apply(pb.ReplicateRequest(proposal=spool.proposal_with_delta(),
+                                    registers=spool.registers, acknowledge=True))
+    completed = spool.apply(pb.ReplicateRequest(
+        proposal=spool.roll_proposal(spool.fragment.end, pb.NONE),
+        registers=spool.registers, acknowledge=True))[1]
+    assert completed is not None
+    spec = pb.JournalSpec(name="a/journal")
+    spec.fragment.stores.append("file:///")
+    persister.enqueue(completed, spec)
+    assert await persister.stop(timeout=0.3) == 1
