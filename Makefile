@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd protos lint test demo bench clean
+.PHONY: install etcd protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,10 @@ etcd:
 # freshness test (tests/test_protos_fresh.py) also uses.
 protos: $(STAMP)
 	$(PY) -m gazette_core.protogen
+
+# The CLI reference is generated from gazctl's own help text.
+docs: $(STAMP)
+	$(PY) -m typer gazctl.main utils docs --name gazctl --output docs/reference/gazctl.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gazette_core gazctl tests bench scripts
