@@ -55,11 +55,29 @@ async def _read_all(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str,
 
 async def _read_one(stub: JournalAsyncStub, journal: str, out: BinaryIO,
                     lock: asyncio.Lock, block: bool, tail: bool) -> int:
+    """Copy one journal to the shared output, a whole fragment range at a time.
+
+    The broker streams content in small chunks that may split an append, but a
+    fragment never does: holding the output from a fragment's first chunk to its
+    end keeps other journals' content from landing inside an append.
+    """
     req = pb.ReadRequest(journal=journal, offset=-1 if tail else 0, block=block)
+    reader = RetryReader(stub, req)
     total = 0
-    async for chunk in RetryReader(stub, req):
-        async with lock:  # one journal's chunk at a time on the shared output
+    held = False
+    try:
+        async for chunk in reader:
+            if not held:
+                await lock.acquire()
+                held = True
             out.write(chunk)
             out.flush()
-        total += len(chunk)
+            total += len(chunk)
+            if reader.offset >= reader.response.fragment.end:
+                lock.release()
+                held = False
+    finally:
+        reader.close()
+        if held:
+            lock.release()
     return total

@@ -1,0 +1,144 @@
+"""Helpers for gazctl and local-stack tests: run gazctl, run a stack, ask the broker.
+
+gazctl runs either in-process through CliRunner (fast, for output checks) or
+as a real subprocess (for exit codes and the error lines `gazctl.main.main`
+prints). Library calls check what a command did without going through gazctl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from gazctl.main import app
+from gazette_core.broker.client.channel import close_channels, journal_stub
+from gazette_core.broker.client.journals import list_journals
+from gazette_core.broker.client.retry_reader import read_all
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.local import processes
+from gazette_core.local import stack as local_stack
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+T = TypeVar("T")
+GAZCTL = [sys.executable, "-m", "gazctl.main"]
+
+
+def cli(*args: str, input: bytes | str | None = None) -> Result:
+    """Run gazctl in this process; errors surface as `result.exception`."""
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def ok(*args: str, input: bytes | str | None = None) -> Result:
+    """Run gazctl in this process and require exit code 0."""
+    result = cli(*args, input=input)
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr,
+                                   repr(result.exception))
+    return result
+
+
+def isolated_env(state_home: Path) -> dict[str, str]:
+    """This process's environment with the state directory moved and no broker address."""
+    env = {k: v for k, v in os.environ.items() if k != "BROKER_ADDRESS"}
+    env["XDG_STATE_HOME"] = str(state_home)
+    return env
+
+
+def gazctl(*args: str, env: dict[str, str], input: bytes | None = None,
+           timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """Run gazctl as its own process, exactly as a shell would."""
+    return subprocess.run([*GAZCTL, *args], input=input, env=env, capture_output=True,
+                          timeout=timeout, check=False)
+
+
+@contextmanager
+def isolated_state_home(path: Path) -> Iterator[None]:
+    """Point the active-stack pointer (and child processes) at `path`, not the real home.
+
+    The stack module computes its paths at import, so they are patched as well as
+    the environment that subprocesses inherit.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(path))
+        mp.delenv("BROKER_ADDRESS", raising=False)
+        mp.setattr(local_stack, "POINTER", path / "gazette")
+        mp.setattr(local_stack, "DEFAULT_DIR", path / "gazette" / "local")
+        yield
+
+
+@contextmanager
+def running_stack(directory: Path, brokers: int = 1) -> Iterator[local_stack.Stack]:
+    """A local stack in `directory`, stopped afterwards even if starting it failed."""
+    try:
+        yield local_stack.up(directory, brokers=brokers, timeout=30, activate=False)
+    finally:
+        stop_stack(directory)
+
+
+def stop_stack(directory: Path) -> None:
+    """Stop the stack gracefully, kill anything left, and check no process survived."""
+    if local_stack.Stack.load(directory) is None:
+        return
+    try:
+        local_stack.down(directory, timeout=10)
+    finally:
+        stack = local_stack.Stack.load(directory)
+        assert stack is not None
+        survivors = [p for p in stack.processes if processes.alive(p.pid, p.marker)]
+        for p in survivors:
+            os.kill(p.pid, signal.SIGKILL)
+        _wait_dead([p.pid for p in stack.processes], {p.pid: p.marker for p in stack.processes})
+    assert not survivors, f"processes outlived `down`: {[p.name for p in survivors]}"
+
+
+def _wait_dead(pids: list[int], markers: dict[int, str], limit: float = 10) -> None:
+    deadline = time.monotonic() + limit
+    while any(processes.alive(pid, markers[pid]) for pid in pids):
+        assert time.monotonic() < deadline, f"pids {pids} still alive"
+        time.sleep(0.05)
+
+
+def with_broker(address: str, body: Callable[[JournalAsyncStub], Awaitable[T]]) -> T:
+    """Run `body` against the broker at `address` in a fresh event loop."""
+    async def main() -> T:
+        try:
+            return await body(journal_stub(address))
+        finally:
+            await close_channels()
+
+    return asyncio.run(main())
+
+
+def journals(address: str, selector: str) -> list[pb.ListResponse.Journal]:
+    """The journals matching `selector`, straight from the broker."""
+    resp = with_broker(address, lambda stub: list_journals(stub, parse_selector(selector)))
+    return list(resp.journals)
+
+
+def content(address: str, journal: str) -> bytes:
+    """A journal's whole content, read through the client library."""
+    return with_broker(address, lambda stub: read_all(stub, journal))
+
+
+def wait_primaries(address: str, selector: str, limit: float = 30) -> None:
+    """Wait until every journal matching `selector` has a primary broker."""
+    deadline = time.monotonic() + limit
+    while True:
+        listed = journals(address, selector)
+        if listed and all(j.route.primary >= 0 for j in listed):
+            return
+        assert time.monotonic() < deadline, f"no primaries for {selector!r}: {listed}"
+        time.sleep(0.05)
