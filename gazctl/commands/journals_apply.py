@@ -14,7 +14,7 @@ from gazette_core.broker.journalspace.pushdown import push_down, to_apply_reques
 from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
-from gazette_core.errors import ValidationError
+from gazette_core.errors import StatusError, ValidationError
 
 
 def apply(
@@ -31,7 +31,14 @@ def apply(
     if dry_run:
         stdout.print(f"dry run: {len(request.changes)} change(s) not applied")
         return
-    resp = run(broker, lambda stub: apply_journals(stub, request))
+    try:
+        resp = run(broker, lambda stub: apply_journals(stub, request))
+    except StatusError as exc:
+        if exc.status == pb.ETCD_TRANSACTION_FAILED:
+            exc.hint = ("nothing was applied: a spec's revision differs from its journal's, "
+                        "and revision 0 only creates journals that do not exist yet; "
+                        "`gazctl journals list -o yaml` shows current revisions")
+        raise
     revision = resp.header.etcd.revision
     stdout.print(f"applied {len(request.changes)} change(s) at revision {revision}")
 

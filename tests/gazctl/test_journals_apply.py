@@ -1,0 +1,177 @@
+"""`gazctl journals apply` against a real broker: files, stdin, dry runs and refusals."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from google.protobuf.duration_pb2 import Duration
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from tests.gazctl.support import cli, gazctl, isolated_env, journals, ok
+
+TREE = """\
+name: {p}/
+replication: 1
+labels:
+  - name: app
+    value: billing
+  - name: content-type
+    value: application/x-ndjson
+fragment:
+  length: 2048
+  compression_codec: SNAPPY
+  stores:
+    - file:///
+  refresh_interval: 2s
+  retention: 1h0m0s
+children:
+  - name: {p}/events
+    revision: 0
+    labels:
+      - name: topic
+        value: events
+  - name: {p}/raw
+    revision: 0
+    labels:
+      - name: content-type
+        value: text/plain
+    fragment:
+      length: 4096
+      compression_codec: NONE
+"""
+
+
+def _label_set(*pairs: tuple[str, str]) -> pb.LabelSet:
+    return pb.LabelSet(labels=[pb.Label(name=n, value=v) for n, v in pairs])
+
+
+def _expected_spec(name: str, labels: pb.LabelSet, length: int, codec: int) -> pb.JournalSpec:
+    return pb.JournalSpec(
+        name=name, replication=1, labels=labels,
+        fragment=pb.JournalSpec.Fragment(
+            length=length, compression_codec=codec, stores=["file:///"],  # type: ignore[arg-type]
+            refresh_interval=Duration(seconds=2), retention=Duration(seconds=3600)))
+
+
+def _applied_revision(stdout: str, changes: int) -> int:
+    last = stdout.splitlines()[-1]
+    match = re.fullmatch(rf"applied {changes} change\(s\) at revision (\d+)", last)
+    assert match, stdout
+    return int(match.group(1))
+
+
+def test_apply_file_creates_journals_with_pushed_down_specs(address: str, tmp_path: Path) -> None:
+    specs = tmp_path / "journals.yaml"
+    specs.write_text(TREE.format(p="apply/file"))
+
+    result = ok("journals", "apply", "--specs", str(specs), "--broker.address", address)
+
+    revision = _applied_revision(result.stdout, 2)
+    assert result.stdout == ("create apply/file/events (new)\n"
+                             "create apply/file/raw (new)\n"
+                             f"applied 2 change(s) at revision {revision}\n")
+    listed = journals(address, "prefix=apply/file/")
+    assert [j.spec for j in listed] == [
+        _expected_spec("apply/file/events",
+                       _label_set(("app", "billing"), ("content-type", "application/x-ndjson"),
+                                  ("topic", "events")),
+                       2048, pb.CompressionCodec.SNAPPY),
+        _expected_spec("apply/file/raw",
+                       _label_set(("app", "billing"), ("content-type", "text/plain")),
+                       4096, pb.CompressionCodec.NONE),
+    ]
+    assert [j.mod_revision for j in listed] == [revision, revision]
+
+
+def test_apply_stdin_creates_then_updates_at_any_revision(address: str) -> None:
+    created = ok("journals", "apply", "--specs", "-", "--broker.address", address,
+                 input=TREE.format(p="apply/stdin"))
+    first = _applied_revision(created.stdout, 2)
+    assert [j.spec.name for j in journals(address, "prefix=apply/stdin/")] == [
+        "apply/stdin/events", "apply/stdin/raw"]
+
+    again = TREE.format(p="apply/stdin").replace("revision: 0", "revision: -1").replace(
+        "length: 2048", "length: 8192")
+    updated = ok("journals", "apply", "--broker.address", address, input=again)
+
+    second = _applied_revision(updated.stdout, 2)
+    assert updated.stdout == ("apply apply/stdin/events (any revision)\n"
+                              "apply apply/stdin/raw (any revision)\n"
+                              f"applied 2 change(s) at revision {second}\n")
+    assert second > first
+    listed = journals(address, "prefix=apply/stdin/")
+    # Only the journal that inherits the directory's length sees the change.
+    assert [j.spec.fragment.length for j in listed] == [8192, 4096]
+    assert [j.mod_revision for j in listed] == [second, second]
+
+
+def test_dry_run_prints_changes_and_applies_nothing(address: str) -> None:
+    result = ok("journals", "apply", "--dry-run", "--broker.address", address,
+                input=TREE.format(p="apply/dry"))
+
+    assert result.stdout == ("create apply/dry/events (new)\n"
+                             "create apply/dry/raw (new)\n"
+                             "dry run: 2 change(s) not applied\n")
+    assert journals(address, "prefix=apply/dry/") == []
+
+
+def test_invalid_spec_exits_1_naming_the_field_and_applies_nothing(
+        address: str, state_home: Path) -> None:
+    bad = TREE.format(p="apply/bad").replace("length: 4096", "length: 12")
+
+    proc = gazctl("journals", "apply", "--broker.address", address, input=bad.encode(),
+                  env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stdout == b""
+    assert proc.stderr.decode() == (
+        "error: invalid input: children[1].fragment.length: "
+        "expected 1024 <= length <= 17179869184 (got 12)\n")
+    assert journals(address, "prefix=apply/bad/") == []
+
+
+def test_reapplying_a_create_fails_with_transaction_failed(
+        address: str, state_home: Path) -> None:
+    ok("journals", "apply", "--broker.address", address, input=TREE.format(p="apply/twice"))
+    before = journals(address, "prefix=apply/twice/")
+    # One new journal next to the two existing ones: the transaction is all or nothing.
+    tree = TREE.format(p="apply/twice") + "  - name: apply/twice/zzz\n    revision: 0\n"
+
+    proc = gazctl("journals", "apply", "--broker.address", address, input=tree.encode(),
+                  env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        "error: broker refused: ETCD_TRANSACTION_FAILED (nothing was applied: a spec's "
+        "revision differs from its journal's, and revision 0 only creates journals that do "
+        "not exist yet; `gazctl journals list -o yaml` shows current revisions)\n")
+    assert journals(address, "prefix=apply/twice/") == before
+
+
+def test_update_at_a_stale_revision_is_refused(address: str) -> None:
+    created = ok("journals", "apply", "--broker.address", address,
+                 input=TREE.format(p="apply/stale"))
+    revision = _applied_revision(created.stdout, 2)
+    ok("journals", "apply", "--broker.address", address,
+       input=TREE.format(p="apply/stale").replace("revision: 0", f"revision: {revision}"))
+
+    stale = cli("journals", "apply", "--broker.address", address,
+                input=TREE.format(p="apply/stale").replace("revision: 0", f"revision: {revision}"))
+
+    assert stale.exit_code == 1
+    assert str(stale.exception) == "ETCD_TRANSACTION_FAILED"
+    assert stale.stdout.splitlines() == [f"update apply/stale/events (revision {revision})",
+                                         f"update apply/stale/raw (revision {revision})"]
+
+
+def test_unreadable_specs_file_is_an_input_error(address: str, tmp_path: Path,
+                                                 state_home: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+
+    proc = gazctl("journals", "apply", "--specs", str(missing), "--broker.address", address,
+                  env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        f"error: invalid input: --specs: cannot read '{missing}': No such file or directory\n")
