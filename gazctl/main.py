@@ -21,6 +21,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    # Go's gazctl takes -h too; subcommands inherit the names from this context.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(journals_app, name="journals")
 app.add_typer(local_app, name="local")

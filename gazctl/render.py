@@ -10,6 +10,8 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from gazette_core.errors import GazetteError, StatusError, ValidationError
@@ -29,16 +31,23 @@ def print_error(exc: BaseException) -> None:
         text = str(exc)
     else:
         text = f"{type(exc).__name__}: {exc}"
-    stderr.print(f"[bold red]error:[/] {text}" + (f" [dim]({hint})[/]" if hint else ""),
-                 highlight=False, markup=True)
+    # Messages quote user input (selectors, YAML, names) that may look like markup.
+    line = f"[bold red]error:[/] {escape(text)}" + (f" [dim]({escape(hint)})[/]" if hint else "")
+    stderr.print(line, highlight=False, markup=True)
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     """Print a plain table to stdout (header row, no box, so it greps well)."""
     t = Table(*columns, box=None, header_style="bold", pad_edge=False)
     for row in rows:
-        t.add_row(*row)
-    stdout.print(t)
+        t.add_row(*(escape(cell) for cell in row))
+    if stdout.is_terminal:
+        stdout.print(t)
+        return
+    # Piped output is for scripts: never squeeze cells to the 80 columns rich assumes
+    # for a non-terminal, which would cut journal names short with an ellipsis.
+    natural = Measurement.get(stdout, stdout.options.update_width(1 << 20), t).maximum
+    Console(file=stdout.file, soft_wrap=True, width=max(natural, 1)).print(t)
 
 
 def message_dict(msg: Message) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""gazctl's failure modes without a broker, and help at every level of the command tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gazette_core.testing.etcd import free_port
+from tests.gazctl.support import cli, gazctl, isolated_env
+
+HINT = "(start one with `gazctl local up` or set --broker.address)"
+
+
+@pytest.fixture(scope="module")
+def closed_address() -> str:
+    """An address on this host where nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.mark.parametrize(("args", "rpc"), [
+    (["journals", "list"], "List"),
+    (["journals", "fragments"], "List"),
+    (["journals", "read", "-l", "name=a/b"], "List"),
+    (["journals", "append", "-l", "name=a/b"], "List"),
+    (["journals", "apply", "--specs", "-"], "Apply"),
+])
+def test_unreachable_broker_fails_fast_with_one_line(
+        args: list[str], rpc: str, closed_address: str, state_home: Path) -> None:
+    specs = (b"name: errs/one\nreplication: 1\nfragment:\n  length: 1024\n"
+             b"  compression_codec: NONE\n  refresh_interval: 1s\n")
+
+    # The timeout bounds the wait: a client that retried forever would hang here.
+    proc = gazctl(*args, "--broker.address", closed_address, input=specs,
+                  env=isolated_env(state_home), timeout=20)
+
+    assert proc.returncode == 1
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: cannot reach broker at {closed_address}: {rpc}: "
+                               "UNAVAILABLE: ")
+    assert lines[0].endswith(HINT)
+
+
+def test_address_flag_wins_over_the_environment(closed_address: str, state_home: Path) -> None:
+    other = f"http://127.0.0.1:{free_port()}"
+    env = {**isolated_env(state_home), "BROKER_ADDRESS": other}
+
+    from_env = gazctl("journals", "list", env=env, timeout=20)
+    from_flag = gazctl("journals", "list", "--broker.address", closed_address, env=env,
+                       timeout=20)
+
+    assert from_env.stderr.decode().startswith(f"error: cannot reach broker at {other}: ")
+    assert from_flag.stderr.decode().startswith(f"error: cannot reach broker at {closed_address}: ")
+
+
+def test_bad_address_scheme_is_reported(state_home: Path) -> None:
+    proc = gazctl("journals", "list", "--broker.address", "ftp://host",
+                  env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        "error: invalid broker address 'ftp://host': scheme must be http or unix, not 'ftp'\n")
+
+
+def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:
+    # rich would read "[x]" as markup and drop it from the message.
+    proc = gazctl("journals", "list", "-l", "name=[x]", env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == ('error: invalid input: selector: expected "," or end of '
+                                    'selector at position 5 of "name=[x]" (near "[x]")\n')
+
+
+COMMANDS = [[], ["journals"], ["journals", "apply"], ["journals", "list"],
+            ["journals", "append"], ["journals", "read"], ["journals", "fragments"],
+            ["local"], ["local", "up"], ["local", "env"], ["local", "status"], ["local", "down"]]
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "gazctl")
+def test_help_exits_0_at_every_level(command: list[str], flag: str) -> None:
+    result = cli(*command, flag)
+
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout
+    assert result.stderr == ""
+
+
+def test_help_through_the_entry_point_exits_0(state_home: Path) -> None:
+    proc = gazctl("journals", "read", "--help", env=isolated_env(state_home))
+
+    assert proc.returncode == 0
+    assert b"Read journals matching the selector" in proc.stdout

@@ -1,0 +1,173 @@
+"""`gazctl journals list` against a real broker: table columns, YAML, JSON lines, selectors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.gazctl.support import journals, ok, wait_primaries
+
+LONG = "list/long/" + "a-very-long-journal-name-" * 4 + "end"
+TREE = f"""\
+name: list/
+replication: 1
+labels:
+  - name: app
+    value: shop
+fragment:
+  length: 1048576
+  compression_codec: GZIP
+  stores:
+    - file:///
+  refresh_interval: 1s
+children:
+  - name: list/clicks/eu
+    revision: 0
+    labels:
+      - name: topic
+        value: clicks
+  - name: list/clicks/us
+    revision: 0
+    labels:
+      - name: topic
+        value: clicks
+  - name: {LONG}
+    revision: 0
+    labels:
+      - name: topic
+        value: long
+  - name: list/orders
+    revision: 0
+    labels:
+      - name: region
+        value: eu
+      - name: region
+        value: us
+      - name: topic
+        value: orders
+"""
+NAMES = ["list/clicks/eu", "list/clicks/us", LONG, "list/orders"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def listed(address: str) -> None:
+    ok("journals", "apply", "--broker.address", address, input=TREE)
+    wait_primaries(address, "prefix=list/")
+
+
+def _cells(stdout: str) -> list[list[str]]:
+    """Table rows split into cells (cells here never contain spaces)."""
+    return [line.split() for line in stdout.splitlines()]
+
+
+def test_table_lists_names_under_a_header(address: str) -> None:
+    result = ok("journals", "list", "-l", "prefix=list/", "--broker.address", address)
+
+    assert _cells(result.stdout) == [["Name"], *([n] for n in NAMES)]
+
+
+def test_table_optional_columns_in_gazctl_order(address: str) -> None:
+    result = ok("journals", "list", "-l", "prefix=list/", "-p", "-r", "--rf", "--stores",
+                "-L", "region", "-L", "topic", "--broker.address", address)
+
+    assert _cells(result.stdout) == [
+        ["Name", "RF", "Primary", "Replicas", "Stores", "region", "topic"],
+        ["list/clicks/eu", "1", "broker-1", "<none>", "file:///", "<none>", "clicks"],
+        ["list/clicks/us", "1", "broker-1", "<none>", "file:///", "<none>", "clicks"],
+        [LONG, "1", "broker-1", "<none>", "file:///", "<none>", "long"],
+        ["list/orders", "1", "broker-1", "<none>", "file:///", "eu,us", "orders"],
+    ]
+
+
+def test_piped_table_keeps_long_names_whole(address: str) -> None:
+    result = ok("journals", "list", "-l", "topic=long", "--stores", "-L", "app",
+                "--broker.address", address)
+
+    assert len(LONG) > 80
+    assert _cells(result.stdout) == [["Name", "Stores", "app"], [LONG, "file:///", "shop"]]
+
+
+@pytest.mark.parametrize(("selector", "expected"), [
+    ("topic=clicks", ["list/clicks/eu", "list/clicks/us"]),
+    ("prefix=list/clicks/", ["list/clicks/eu", "list/clicks/us"]),
+    ("name=list/orders", ["list/orders"]),
+    ("region=us", ["list/orders"]),
+    ("app=shop, !region, topic in (long, orders)", [LONG]),
+    ("topic notin (clicks), name:prefix=list/", [LONG, "list/orders"]),
+    ("topic=nothing", []),
+])
+def test_selector_filters_rows(address: str, selector: str, expected: list[str]) -> None:
+    result = ok("journals", "list", "-l", selector, "--broker.address", address)
+
+    assert _cells(result.stdout) == [["Name"], *([n] for n in expected)]
+
+
+def test_json_is_one_journal_per_line_with_proto_field_names(address: str) -> None:
+    result = ok("journals", "list", "-l", "topic=clicks", "-o", "json",
+                "--broker.address", address)
+
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    revisions = {j.spec.name: j.mod_revision for j in journals(address, "topic=clicks")}
+    assert [sorted(obj) for obj in lines] == [
+        ["create_revision", "mod_revision", "route", "spec"]] * 2
+    assert [obj["spec"]["name"] for obj in lines] == ["list/clicks/eu", "list/clicks/us"]
+    first = lines[0]
+    assert first["mod_revision"] == str(revisions["list/clicks/eu"])
+    assert first["spec"]["fragment"]["compression_codec"] == "GZIP"
+    assert first["spec"]["fragment"]["refresh_interval"] == "1s"
+    assert first["spec"]["labels"]["labels"] == [
+        {"name": "app", "value": "shop", "prefix": False},
+        {"name": "topic", "value": "clicks", "prefix": False},
+    ]
+    assert first["route"]["primary"] == 0
+    assert first["route"]["members"] == [{"zone": "local", "suffix": "broker-1"}]
+
+
+def test_yaml_hoists_shared_values_into_directories(address: str) -> None:
+    result = ok("journals", "list", "-l", "topic=clicks", "-o", "yaml",
+                "--broker.address", address)
+
+    revision = journals(address, "name=list/clicks/eu")[0].mod_revision
+    assert result.stdout == f"""\
+name: list/clicks/
+replication: 1
+labels:
+- name: app
+  value: shop
+- name: topic
+  value: clicks
+fragment:
+  length: 1048576
+  compression_codec: GZIP
+  stores:
+  - file:///
+  refresh_interval: 1s
+children:
+- name: list/clicks/eu
+  revision: {revision}
+- name: list/clicks/us
+  revision: {revision}
+"""
+
+
+def test_yaml_output_applies_back_unchanged(address: str) -> None:
+    listed = ok("journals", "list", "-l", "prefix=list/", "-o", "yaml",
+                "--broker.address", address)
+    before = {j.spec.name: j for j in journals(address, "prefix=list/")}
+
+    applied = ok("journals", "apply", "--broker.address", address, input=listed.stdout)
+
+    assert applied.stdout.splitlines()[:-1] == [
+        f"update {name} (revision {before[name].mod_revision})" for name in NAMES]
+    match = re.fullmatch(r"applied 4 change\(s\) at revision (\d+)",
+                         applied.stdout.splitlines()[-1])
+    assert match
+    after = {j.spec.name: j for j in journals(address, "prefix=list/")}
+    assert {n: j.spec for n, j in after.items()} == {n: j.spec for n, j in before.items()}
+    assert {j.mod_revision for j in after.values()} == {int(match.group(1))}
+    relisted = ok("journals", "list", "-l", "prefix=list/", "-o", "yaml",
+                  "--broker.address", address)
+    assert re.sub(r"revision: \d+", "", relisted.stdout) == re.sub(
+        r"revision: \d+", "", listed.stdout)
