@@ -70,10 +70,10 @@ def _row(journal: str, f: pb.FragmentsResponse._Fragment, with_url: bool) -> lis
     return row + ([f.signed_url] if with_url else [])
 
 
-def _ago(unix: int) -> str:
-    secs = max(0, int(time.time()) - unix)
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+def _ago(unix: int, now: float | None = None) -> str:
+    secs = max(0, int(time.time() if now is None else now) - unix)
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute"), (1, "second")):
         if secs >= size:
             n = secs // size
             return f"{n} {unit}{'s' if n != 1 else ''} ago"
-    return f"{secs} seconds ago"
+    return "0 seconds ago"
