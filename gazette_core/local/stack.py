@@ -14,13 +14,13 @@ import json
 import os
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gazette_core.allocator.keys import member_key
 from gazette_core.errors import GazetteError
-from gazette_core.local import processes
+from gazette_core.local import etcd_http, processes
 from gazette_core.local.probe import broker_serves
 from gazette_core.testing.etcd import free_port
 
@@ -29,6 +29,8 @@ POINTER = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state"
 DEFAULT_DIR = POINTER / "local"
 BROKER_MARKER = "gazette_core.broker.main"
 LEASE_S = 10
+# Given to brokers explicitly: the stack finds their member keys under it.
+ETCD_PREFIX = "/gazette/cluster"
 
 
 class StackError(GazetteError):
@@ -103,9 +105,11 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     if not processes.alive(stack.etcd.pid, stack.etcd.marker):
         stack.etcd.pid = processes.spawn(_etcd_argv(stack), directory / "logs" / "etcd.log")
         stack.save()
-    _wait(lambda: _etcd_healthy(stack.etcd), timeout, "etcd", directory / "logs" / "etcd.log")
+    _wait(lambda: etcd_http.healthy(stack.etcd.endpoint), timeout, "etcd",
+          directory / "logs" / "etcd.log")
     for b in stack.brokers:
         if not processes.alive(b.pid, b.marker):
+            _forget_crashed(stack, b)
             b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log")
             stack.save()
     for b in stack.brokers:
@@ -138,16 +142,19 @@ def _broker_argv(stack: Stack, b: Process) -> list[str]:
             "--broker.host", "127.0.0.1", "--broker.port", str(b.port),
             "--broker.zone", b.zone, "--broker.id", b.name,
             "--broker.file-root", str(stack.directory / "fragments"),
-            "--etcd.address", stack.etcd.endpoint, "--etcd.lease", str(LEASE_S),
+            "--etcd.address", stack.etcd.endpoint, "--etcd.prefix", ETCD_PREFIX,
+            "--etcd.lease", str(LEASE_S),
             "--log.level", "info"]
 
 
-def _etcd_healthy(e: Process) -> bool:
-    try:
-        with urllib.request.urlopen(f"{e.endpoint}/health", timeout=1) as resp:
-            return b"true" in resp.read()
-    except OSError:
-        return False
+def _forget_crashed(stack: Stack, b: Process) -> None:
+    """End the lease of a broker that died without revoking it (killed, or crashed).
+
+    Its member key would otherwise outlive it by up to LEASE_S, and the restarted
+    broker, which reuses the name, waits for that key to go before it joins. The
+    old process is known to be gone, so expiring its lease early is safe.
+    """
+    etcd_http.revoke_lease_of(stack.etcd.endpoint, member_key(ETCD_PREFIX, b.zone, b.name))
 
 
 def _ready(b: Process) -> Callable[[], bool]:
