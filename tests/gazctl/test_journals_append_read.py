@@ -37,7 +37,7 @@ children:
 {children}
 """
 JOURNALS = ["rw/bin", "rw/blocking", "rw/file", "rw/mix/a", "rw/mix/b", "rw/mix/c", "rw/stdin",
-            "rw/to-file"]
+            "rw/tail", "rw/to-file"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -113,6 +113,14 @@ def test_read_to_an_output_file(address: str, tmp_path: Path) -> None:
     assert out.read_bytes() == b"alpha\nbeta\n"
     assert result.stdout_bytes == b""
     assert result.stderr == f"wrote 11 bytes to {out}\n"
+
+
+def test_read_tail_without_block_starts_and_stops_at_the_write_head(address: str) -> None:
+    _append(address, "rw/tail", b"old content\n")
+
+    result = ok("journals", "read", "--tail", "-l", "name=rw/tail", "--broker.address", address)
+
+    assert result.stdout_bytes == b""
 
 
 def _block(journal: str, n: int, size: int) -> bytes:
