@@ -37,13 +37,19 @@ def test_healthy_reports_a_running_etcd(etcd_server: EtcdServer) -> None:
 def test_revoke_lease_of_deletes_every_key_of_the_lease(etcd_server: EtcdServer) -> None:
     endpoint = etcd_server.endpoint
     lease = _post(endpoint, "/v3/lease/grant", {"TTL": 60})["ID"]
-    for key in ("/test-local/members/local#b1", "/test-local/assign/b1"):
-        _post(endpoint, "/v3/kv/put", {"key": _b64(key), "value": _b64("v"), "lease": lease})
+    try:
+        for key in ("/test-local/members/local#b1", "/test-local/assign/b1"):
+            _post(endpoint, "/v3/kv/put",
+                  {"key": _b64(key), "value": _b64("v"), "lease": lease})
 
-    assert etcd_http.revoke_lease_of(endpoint, "/test-local/members/local#b1")
+        assert etcd_http.revoke_lease_of(endpoint, "/test-local/members/local#b1")
 
-    assert _count(endpoint, "/test-local/members/local#b1") == 0
-    assert _count(endpoint, "/test-local/assign/b1") == 0
+        assert _count(endpoint, "/test-local/members/local#b1") == 0
+        assert _count(endpoint, "/test-local/assign/b1") == 0
+    finally:
+        # Other tests expect the shared etcd to be empty.
+        _post(endpoint, "/v3/kv/deleterange",
+              {"key": _b64("/test-local/"), "range_end": _b64("/test-local0")})
 
 
 def test_revoke_lease_of_leaves_unleased_and_missing_keys(etcd_server: EtcdServer) -> None:
