@@ -27,6 +27,8 @@ async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
                                                               256 * MiB, RUNS)
     out["read_ceiling_mb_s"] = await ceiling.measure_download(ceiling_port, 32736,
                                                               256 * MiB, RUNS)
+    floor_p50, floor_p99 = await ceiling.measure_mini_append(ceiling_port, 2000)
+    out["append_1k_floor_p50_ms"], out["append_1k_floor_p99_ms"] = floor_p50, floor_p99
     async with journal_stub(broker) as stub:
         specs = [journal_spec(n, length=512 * MiB, refresh_s=60) for n in
                  ("bench/throughput", "bench/latency", "bench/records")]
@@ -42,6 +44,8 @@ async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
         out["records_per_s"] = await broker_bench.record_rate(stub, "bench/records", 200_000)
     out["append_ratio"] = out["append_mb_s"] / out["append_ceiling_mb_s"]
     out["read_ratio"] = out["read_mb_s"] / out["read_ceiling_mb_s"]
+    # How many times the bare round trip a broker append takes (1.0 is the floor).
+    out["append_1k_p50_vs_floor"] = out["append_1k_p50_ms"] / floor_p50
     return {k: round(v, 3) for k, v in out.items()}
 
 

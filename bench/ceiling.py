@@ -38,6 +38,27 @@ async def _download(req: pb.ReadRequest, _: object) -> AsyncIterator[pb.ReadResp
         yield pb.ReadResponse(offset=i * len(chunk), content=chunk)
 
 
+async def measure_mini_append(port: int, count: int) -> tuple[float, float]:
+    """(p50, p99) ms of sequential Append-shaped RPCs: header, 1 KiB, commit, response.
+
+    The floor for a broker's small-append latency: the same messages and round
+    trip with nothing done on the server.
+    """
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS) as ch:
+        call = ch.stream_unary(UPLOAD, pb.AppendRequest.SerializeToString,
+                               pb.AppendResponse.FromString)
+        await ch.channel_ready()
+        msgs = [pb.AppendRequest(journal="bench/latency"),
+                pb.AppendRequest(content=bytes(1024)), pb.AppendRequest()]
+        samples = []
+        for _ in range(count):
+            start = time.perf_counter()
+            await call(iter(msgs))
+            samples.append((time.perf_counter() - start) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2], samples[int(len(samples) * 0.99)]
+
+
 async def serve(port: int) -> None:
     server = grpc.aio.server(options=OPTIONS)
     handlers = {

@@ -4,15 +4,20 @@ Each Append costs a round trip and a broker-side commit, so records written
 to the same journal are gathered into batches of up to ~1 MiB and appended
 together. Per journal there is at most one Append in flight; the next batch
 fills up meanwhile and goes out as soon as the previous one commits, which
-keeps records in the order they were written. `write()` costs one buffer
-append and one future per record: no task, no await.
+keeps records in the order they were written.
+
+Two ways to write: `write()` returns a future per record resolving to that
+record's own span; `enqueue()` is the high-rate path, as in Gazette's Go
+client: records share their batch's `AsyncAppend` (one future per batch),
+so a record costs only a buffer append.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.client.appender import DEFAULT_TIMEOUT, append
 from gazette_core.broker.client.backoff import Backoff
@@ -26,14 +31,32 @@ MAX_BATCH_BYTES = 1024 * 1024
 
 
 class _Batch:
-    """Records bound for one Append: their bytes, end positions and futures."""
+    """Records bound for one Append: their bytes, per-record futures and the batch's future."""
 
-    __slots__ = ("buf", "ends", "futures")
+    __slots__ = ("buf", "ends", "futures", "handle", "starts")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.buf = bytearray()
+        # Only records written with write() have an entry here.
+        self.starts: list[int] = []
         self.ends: list[int] = []
         self.futures: list[asyncio.Future[pb.Fragment]] = []
+        self.handle = AsyncAppend(loop.create_future())
+
+
+class AsyncAppend:
+    """A batch of enqueued records; `await` it for the commit of the whole batch."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future[pb.Fragment]) -> None:
+        self.future = future
+
+    def __await__(self) -> Generator[Any, None, pb.Fragment]:
+        return self.future.__await__()
+
+    def done(self) -> bool:
+        return self.future.done()
 
 
 class _Journal:
@@ -49,9 +72,9 @@ class _Journal:
 
 def _resolve(batch: _Batch, commit: pb.Fragment) -> None:
     """Give each record's future the span it occupies within the commit."""
-    journal, begin, start = commit.journal, commit.begin, 0
+    journal, begin = commit.journal, commit.begin
     fragment = pb.Fragment
-    for end, future in zip(batch.ends, batch.futures, strict=True):
+    for start, end, future in zip(batch.starts, batch.ends, batch.futures, strict=True):
         if not future.done():  # The writer may have cancelled it.
             # Setting fields one by one is about twice as fast as keyword construction.
             span = fragment()
@@ -59,12 +82,13 @@ def _resolve(batch: _Batch, commit: pb.Fragment) -> None:
             span.begin = begin + start
             span.end = begin + end
             future.set_result(span)
-        start = end
+    if not batch.handle.future.done():
+        batch.handle.future.set_result(commit)
 
 
 def _fail(batch: _Batch, exc: BaseException) -> None:
     cancelled = isinstance(exc, asyncio.CancelledError)
-    for future in batch.futures:
+    for future in [*batch.futures, batch.handle.future]:
         if not future.done():
             if cancelled:
                 future.cancel()
@@ -109,6 +133,23 @@ class AppendService:
 
     def write(self, journal: str, record: bytes) -> asyncio.Future[pb.Fragment]:
         """Queue `record` for `journal`; the future resolves to its committed span."""
+        batch = self._batch_for(journal)
+        buf = batch.buf
+        batch.starts.append(len(buf))
+        buf += record
+        batch.ends.append(len(buf))
+        future: asyncio.Future[pb.Fragment] = batch.handle.future.get_loop().create_future()
+        batch.futures.append(future)
+        return future
+
+    def enqueue(self, journal: str, record: bytes) -> AsyncAppend:
+        """Queue `record` for `journal`; the returned batch resolves to the batch's commit."""
+        batch = self._batch_for(journal)
+        batch.buf += record
+        return batch.handle
+
+    def _batch_for(self, journal: str) -> _Batch:
+        """The open batch of `journal`, starting its sender if it is idle."""
         loop = self._loop
         if loop is None:
             raise GazetteError("AppendService is not running: call start() first")
@@ -118,16 +159,11 @@ class AppendService:
         batches = state.batches
         batch = batches[-1] if batches else None
         if batch is None or len(batch.buf) >= self._max_batch:
-            batch = _Batch()
+            batch = _Batch(loop)
             batches.append(batch)
-        buf = batch.buf
-        buf += record
-        batch.ends.append(len(buf))
-        future: asyncio.Future[pb.Fragment] = loop.create_future()
-        batch.futures.append(future)
         if state.task is None:
             state.task = loop.create_task(self._drain(state))
-        return future
+        return batch
 
     async def _drain(self, state: _Journal) -> None:
         """Send the journal's batches one after another until none is left."""
