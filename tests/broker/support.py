@@ -6,6 +6,10 @@ import asyncio
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.protocol.validate_ext import (
+    validate_append_response,
+    validate_read_response,
+)
 
 
 async def create(stub: pb_grpc.JournalStub, *specs: pb.JournalSpec) -> pb.ApplyResponse:
@@ -40,8 +44,13 @@ async def append(stub: pb_grpc.JournalStub, journal: str, *chunks: bytes,
     msgs = [pb.AppendRequest(journal=journal, **first)]  # type: ignore[arg-type]
     msgs += [pb.AppendRequest(content=c) for c in chunks]
     msgs.append(pb.AppendRequest())
-    return await stub.Append(iter(msgs))
+    resp: pb.AppendResponse = await stub.Append(iter(msgs))
+    validate_append_response(resp)  # every response must pass Go's client-side checks
+    return resp
 
 
 async def read_all(stub: pb_grpc.JournalStub, req: pb.ReadRequest) -> list[pb.ReadResponse]:
-    return [r async for r in stub.Read(req)]
+    out = [r async for r in stub.Read(req)]
+    for resp in out:
+        validate_read_response(resp)
+    return out
