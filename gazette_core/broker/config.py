@@ -36,7 +36,7 @@ class BrokerConfig:
 # (flag, field, type, environment variable, help)
 FLAGS: list[tuple[str, str, type, str, str]] = [
     ("--broker.host", "host", str, "BROKER_HOST", "Addressable, advertised hostname"),
-    ("--broker.port", "port", int, "BROKER_PORT", "Service port for gRPC and HTTP (0: any free)"),
+    ("--broker.port", "port", int, "BROKER_PORT", "Service port for gRPC (0: any free)"),
     ("--broker.zone", "zone", str, "BROKER_ZONE", "Availability zone of this broker"),
     ("--broker.id", "id", str, "BROKER_ID", "Unique ID of this broker within its zone"),
     ("--broker.limit", "limit", int, "BROKER_LIMIT", "Maximum journals served by this broker"),

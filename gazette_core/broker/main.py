@@ -9,6 +9,7 @@ import sys
 
 from gazette_core.broker.config import BrokerConfig, parse_args
 from gazette_core.broker.service import Broker
+from gazette_core.errors import GazetteError
 
 LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
           "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
@@ -24,7 +25,7 @@ async def serve(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     broker = Broker(config)
-    await broker.start()
+    await broker.start()  # raises GazetteError with a clear message when it cannot
     print(f"gazette broker {config.zone}#{config.suffix} serving at {broker.endpoint}",
           file=sys.stderr, flush=True)
     await stop.wait()
@@ -42,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(args[1:])
     logging.basicConfig(level=LEVELS.get(config.log_level.lower(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(config))
+    try:
+        asyncio.run(serve(config))
+    except GazetteError as exc:
+        print(f"gazette: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

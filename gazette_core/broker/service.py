@@ -7,6 +7,7 @@ serve, announce the member under a lease, then watch and allocate.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import aetcd
@@ -24,6 +25,7 @@ from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.servicer import JournalServicer
+from gazette_core.errors import UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 
@@ -33,6 +35,7 @@ MAX_RECV = 4 * 1024 * 1024
 # How long a stopping broker keeps trying to persist its spools (Gazette's
 # per-persist timeout is 5 minutes).
 PERSIST_ON_STOP_S = 300.0
+ETCD_CONNECT_TIMEOUT_S = 10.0
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
@@ -68,7 +71,13 @@ class Broker:
     async def start(self) -> None:
         self.etcd = await etcd_util.connect(self.config.etcd_address)
         self.keyspace = KeySpace(self.etcd, self.root, broker_decoder(self.root))
-        await self.keyspace.load()
+        try:
+            await asyncio.wait_for(self.keyspace.load(), ETCD_CONNECT_TIMEOUT_S)
+        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError) as exc:
+            await self.etcd.close()
+            detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
+            raise UnavailableError(
+                f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
         self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
