@@ -47,8 +47,6 @@ class Replica:
         # True once the primary has reconciled its spool with the index (the
         # single-member form of a pipeline sync).
         self.synced = False
-        # Route last written into the assignment values (consistency handshake).
-        self.advertised_route: pb.Route | None = None
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
 

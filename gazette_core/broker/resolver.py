@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gazette_core.allocator.keys import parse_assign_key, parse_member_key
+from gazette_core.allocator.keys import parse_assign_key
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import strip_meta
 from gazette_core.broker.replica import Replica
@@ -183,7 +183,3 @@ class Resolver:
         self._stopping = True
         replicas, self.replicas = list(self.replicas.values()), {}
         await asyncio.gather(*(r.stop() for r in replicas), return_exceptions=True)
-
-    def member_ids(self) -> list[tuple[str, str]]:
-        return [parse_member_key(self.root, kv.key) for kv in
-                self.keyspace.prefixed(f"{self.root}/members/")]
