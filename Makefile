@@ -33,9 +33,8 @@ docs: $(STAMP)
 	$(PY) -m typer gazctl.main utils docs --name gazctl --output docs/reference/gazctl.md
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gazette_core gazctl tests bench scripts
+	$(VENV)/bin/ruff check gazette_core gazctl tests bench
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy scripts
 
 test: install lint
 	$(VENV)/bin/pytest -q

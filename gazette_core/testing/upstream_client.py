@@ -8,7 +8,7 @@ decoded with our types, passes our response validators.
 
 Usage::
 
-    python scripts/check_upstream_client.py --proto PATH/TO/upstream/protocol.proto \\
+    python -m gazette_core.testing.upstream_client --proto PATH/TO/upstream/protocol.proto \\
         [--broker.address http://127.0.0.1:8080]
 
 ``--broker.address`` defaults to ``$BROKER_ADDRESS`` or ``http://localhost:8080``. A local
@@ -16,7 +16,7 @@ stack is the easiest target::
 
     gazctl local up --dir /tmp/stack
     gazctl local status --dir /tmp/stack -o json     # the broker row holds its endpoint
-    python scripts/check_upstream_client.py --proto /tmp/upstream/protocol.proto \\
+    python -m gazette_core.testing.upstream_client --proto /tmp/upstream/protocol.proto \\
         --broker.address http://127.0.0.1:PORT
     gazctl local down --dir /tmp/stack
 
@@ -59,7 +59,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# The child process runs this file as a script, so it puts the repo root on sys.path.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MODULE = "upstream_protocol"  # generated as upstream_protocol_pb2 and upstream_protocol_pb2_grpc
 DURATION_IMPORTS = {"ptypes/duration/duration.proto": "google/protobuf/duration.proto"}
 FRAGMENT_LENGTH = 1024

@@ -1,4 +1,4 @@
-"""scripts/check_upstream_client.py: gogoproto stripping, and a full run against our broker.
+"""gazette_core/testing/upstream_client.py: gogoproto stripping, and a full run against our broker.
 
 The upstream protocol.proto is not part of the repository, so the end-to-end runs use a
 variant of our own protocol.proto written the way upstream writes it: with the gogoproto
@@ -15,7 +15,13 @@ import pytest
 
 from gazette_core.broker.service import Broker
 from gazette_core.protogen import REPO_ROOT
-from scripts.check_upstream_client import MODULE, map_imports, prepare, run_check, strip_gogoproto
+from gazette_core.testing.upstream_client import (
+    MODULE,
+    map_imports,
+    prepare,
+    run_check,
+    strip_gogoproto,
+)
 
 GOGO_SAMPLE = """\
 syntax = "proto3";
