@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "journals.yaml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "journals.yaml"
 
 
 def gazctl(*args: str, stdin: bytes | None = None, head: int = 0) -> bytes:
