@@ -158,6 +158,7 @@ class Resolver:
         if self._stopping:
             return
         wanted: dict[str, KeyValue] = {}
+        primary: set[str] = set()
         for kv in self.keyspace.prefixed(f"{self.root}/assign/"):
             a = parse_assign_key(self.root, kv.key)
             if (a.zone, a.suffix) != (self.process_id.zone, self.process_id.suffix):
@@ -165,6 +166,8 @@ class Resolver:
             item = self.keyspace.get(f"{self.root}/items/{a.item}")
             if item is not None:
                 wanted[a.item] = item
+                if a.slot == 0:
+                    primary.add(a.item)
         for journal, replica in list(self.replicas.items()):
             item = wanted.get(journal)
             if item is None or item.create_revision != replica.create_revision:
@@ -177,6 +180,7 @@ class Resolver:
                 replica.start()
             else:
                 self.replicas[journal].on_spec(item)
+            self.replicas[journal].on_route(journal in primary)
 
     async def stop(self) -> None:
         """Stop every replica, rolling and persisting its spool."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import aetcd
 import grpc
@@ -18,16 +19,23 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
+from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
+from gazette_core.broker.pipeline import Pipeline
+from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.servicer import JournalServicer
 from gazette_core.errors import UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 log = logging.getLogger(__name__)
 
@@ -142,31 +150,58 @@ class Broker:
                 req.journal, require_primary=True, may_proxy=not req.do_not_proxy,
                 proxy_header=req.header if req.HasField("header") else None,
                 min_revision=req.min_etcd_revision)
-            if res.status != pb.OK:
-                return res
-            if res.header.process_id != self.process_id or res.replica is None:
-                # Proxying to a remote primary arrives with replication.
-                res.status = pb.NOT_JOURNAL_PRIMARY_BROKER
-                res.header.process_id.CopyFrom(self.process_id)
-                return res
+            if res.status != pb.OK or res.header.process_id != self.process_id:
+                return res  # a status, or a primary elsewhere to proxy to
             desired = self._desired_replication(res.spec)
             if len(res.route.members) < desired:
                 res.status = pb.INSUFFICIENT_JOURNAL_BROKERS
                 return res
-            if len(res.route.members) == desired:
+            if len(res.route.members) == desired and res.replica is not None:
                 return res
             await self.keyspace.wait_for_change(self.keyspace.revision)
 
-    async def sync_pipeline(self, replica: Replica, res: Resolution) -> None:
-        """Reconcile the spool with the index, then advertise the route in Etcd."""
-        if not replica.synced:
-            # A spool that never held content (fresh after a restart) continues
-            # where the persisted fragments end.
+    def peer_stub(self, endpoint: str) -> JournalAsyncStub:
+        return journal_stub(endpoint)
+
+    async def sync_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
+        """The journal's synchronised pipeline for `res`'s route, building it if needed.
+
+        None means a peer knows a newer route: we waited for its revision and
+        the caller must resolve again.
+        """
+        pipeline = replica.pipeline
+        if pipeline is not None and (pipeline.broken is not None
+                                     or not route_equivalent(pipeline.route, res.route)):
+            await replica.close_pipeline()
+            pipeline = None
+        if pipeline is None:
+            pipeline = await self._new_pipeline(replica, res)
+            if pipeline is None:
+                return None
+        await self._advertise_route(res)
+        return pipeline
+
+    async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
+        replica.primary = True
+        pipeline = Pipeline(replica, res.header, self.peer_stub)
+        replica.pipeline = pipeline
+        codec = replica.spec.fragment.compression_codec
+        try:
+            pipeline.open()
+            result = await synchronize(pipeline, codec)
+            if result.wait_revision:
+                await replica.close_pipeline()
+                await self.keyspace.wait_for_revision(result.wait_revision)
+                return None
+            # A spool that never held content (every replica fresh after a
+            # restart) continues where the persisted fragments end.
             index_end = replica.index.end_offset
             if replica.spool.fragment.end == 0 and index_end > 0:
-                replica.roll(index_end, replica.spec.fragment.compression_codec)
-            replica.synced = True
-        await self._advertise_route(res)
+                await pipeline.roll(index_end, codec)
+        except BaseException:
+            await replica.close_pipeline()
+            raise
+        return pipeline
 
     async def _advertise_route(self, res: Resolution) -> None:
         """Write the route into assignment values that do not yet hold it (broker.md 5.2)."""
