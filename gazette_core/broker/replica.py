@@ -55,6 +55,8 @@ class Replica:
         # rolled spools at once, replicas only later, as a safety net.
         self.primary = False
         self._delayed: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        # Replicate handlers serving this replica's spool for a remote primary.
+        self.streams: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
 
@@ -75,6 +77,8 @@ class Replica:
     async def stop(self) -> None:
         """Roll the spool so its content persists, and end the refresh loop."""
         await self._refresher.stop()
+        for task in list(self.streams):  # they hold the lock for as long as the primary streams
+            task.cancel()
         async with self.pipeline_lock:
             await self.close_pipeline()
             self.primary = True  # what is rolled now must be persisted now

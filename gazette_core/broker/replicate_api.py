@@ -9,6 +9,7 @@ when the stream ends, however it ends.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,9 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
         return
     replica = res.replica
     assert replica is not None
+    task = asyncio.current_task()
+    assert task is not None
+    replica.streams.add(task)
     async with replica.pipeline_lock:
         replica.primary = False
         try:
@@ -60,3 +64,4 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
                         f"unacknowledged proposal failed: {pb.Status.Name(resp.status)}")
         finally:
             replica.rollback_local()
+            replica.streams.discard(task)
