@@ -53,6 +53,7 @@ class Resolver:
         root: str,
         process_id: pb.ProcessSpec.ID,
         new_replica: Callable[[str, KeyValue], Replica],
+        on_primary_route: Callable[[str], None] | None = None,
     ) -> None:
         self.keyspace = keyspace
         self.root = root.rstrip("/")
@@ -60,6 +61,9 @@ class Resolver:
         self._new_replica = new_replica
         self.replicas: dict[str, Replica] = {}
         self._stopping = False
+        # Called with a journal whose route changed while this broker is its primary.
+        self._on_primary_route = on_primary_route
+        self._routes: dict[str, bytes] = {}
 
     # -- resolution ---------------------------------------------------------
 
@@ -181,6 +185,15 @@ class Resolver:
             else:
                 self.replicas[journal].on_spec(item)
             self.replicas[journal].on_route(journal in primary)
+        self._notice_route_changes(primary)
+
+    def _notice_route_changes(self, primary: set[str]) -> None:
+        routes = {j: self.route_of(self.assignments_of(j)).SerializeToString() for j in primary}
+        if self._on_primary_route is not None:
+            for journal, route in routes.items():
+                if self._routes.get(journal) != route:
+                    self._on_primary_route(journal)
+        self._routes = routes
 
     async def stop(self) -> None:
         """Stop every replica, rolling and persisting its spool."""

@@ -8,6 +8,7 @@ serve, announce the member under a lease, then watch and allocate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -27,12 +28,14 @@ from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.route_ext import route_equivalent
+from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.servicer import JournalServicer
-from gazette_core.errors import UnavailableError
+from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.tasks import BackgroundTask
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -44,6 +47,10 @@ MAX_RECV = 4 * 1024 * 1024
 # per-persist timeout is 5 minutes).
 PERSIST_ON_STOP_S = 300.0
 ETCD_CONNECT_TIMEOUT_S = 10.0
+# How long a stopping broker waits for the allocator to move its journals away.
+DRAIN_TIMEOUT_S = 60.0
+# Draining stops early once no journal has moved away for this long.
+DRAIN_STALL_S = 5.0
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
@@ -64,6 +71,8 @@ class Broker:
         self.port = 0
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
+        self._pulsing = BackgroundTask("pulse")
+        self._stopped = False
 
     async def __aenter__(self) -> Broker:
         await self.start()
@@ -86,7 +95,9 @@ class Broker:
             detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
             raise UnavailableError(
                 f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
-        self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica)
+        self.pulse = Pulse(self)
+        self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica,
+                                 self.pulse.route_changed)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
@@ -101,6 +112,7 @@ class Broker:
         self.allocator = Allocator(self.etcd, self.keyspace, self.root, self._member_key(),
                                    self._desired_replication)
         self.allocator.start()
+        self._pulsing.start(self.pulse.run)
         log.info("broker serving", extra={"endpoint": self.endpoint})
 
     def _member_key(self) -> str:
@@ -128,8 +140,20 @@ class Broker:
         return Replica(journal, item, self.persister, self.config.file_root,
                        self.config.spool_dir or None)
 
-    async def stop(self) -> None:
-        """Persist every spool, then leave: stop serving and release the lease."""
+    async def stop(self, drain_timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Drain, persist every spool, then leave: stop serving and release the lease.
+
+        The broker first marks itself exiting, so the allocator moves its
+        assignments to other brokers, and waits (up to `drain_timeout`) until
+        it holds none. With no other broker to take them, it stops at once.
+        Stopping a stopped broker does nothing.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.announcement is not None and self.allocator is not None:
+            await self._drain(drain_timeout)
+        await self._pulsing.stop()
         if self.allocator is not None:
             await self.allocator.stop()
         await self.resolver.stop()
@@ -140,6 +164,41 @@ class Broker:
         if self.announcement is not None:
             await self.announcement.revoke()
         await self.etcd.close()
+
+    async def _drain(self, timeout: float) -> None:
+        assert self.announcement is not None
+        spec = pb.BrokerSpec(process_spec=pb.ProcessSpec(id=self.process_id,
+                                                         endpoint=self.endpoint),
+                             journal_limit=self.config.limit, exiting=True)
+        try:
+            await self.announcement.update(spec.SerializeToString())
+        except GazetteError as exc:
+            log.warning("could not mark this broker exiting: %s", exc)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        count, progress_at = self._assignment_count(), loop.time()
+        while count and self._others_can_take() and loop.time() < deadline:
+            if loop.time() - progress_at > DRAIN_STALL_S:
+                log.warning("%d journal(s) could not be moved off this broker", count)
+                return  # the others lack capacity: waiting longer will not help
+            revision = self.keyspace.revision
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.keyspace.wait_for_change(revision), 1.0)
+            if self._assignment_count() < count:
+                count, progress_at = self._assignment_count(), loop.time()
+
+    def _assignment_count(self) -> int:
+        return len(self.resolver.replicas)
+
+    def _others_can_take(self) -> bool:
+        """Whether another broker that is not exiting could take our journals."""
+        for kv in self.keyspace.prefixed(f"{self.root}/members/"):
+            spec = kv.decoded
+            if (isinstance(spec, pb.BrokerSpec) and spec.process_spec.id != self.process_id
+                    and not spec.exiting and spec.journal_limit > 0):
+                return True
+        return False
 
     # -- append support -----------------------------------------------------
 
