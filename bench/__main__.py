@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import broker_bench, ceiling
+from bench import allocator_bench, broker_bench, ceiling
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -62,6 +62,8 @@ def main() -> None:
             server.terminate()
             if (directory / local_stack.STATE_FILE).exists():
                 local_stack.down(directory)
+    # On its own etcd, after the broker figures, so it doesn't compete with them.
+    result.update(allocator_bench.run())
     result["runs"] = RUNS
     print(json.dumps(result, sort_keys=True))
     results = Path(__file__).parent / "results"
