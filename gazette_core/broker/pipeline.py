@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
@@ -26,8 +26,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 # A peer that answers nothing for this long is considered broken.
 ACK_TIMEOUT_S = 30.0
+# How long closing waits for peers to acknowledge the end of their streams.
+CLOSE_TIMEOUT_S = 5.0
 
 
 class PipelineError(GazetteError):
@@ -46,8 +50,10 @@ class Pipeline:
     """Replication streams from this primary to the other members of `route`."""
 
     def __init__(self, replica: Replica, header: pb.Header,
-                 stub_for: Callable[[str], JournalAsyncStub]) -> None:
+                 stub_for: Callable[[str], JournalAsyncStub],
+                 ack_timeout: float = ACK_TIMEOUT_S) -> None:
         self.replica = replica
+        self.ack_timeout = ack_timeout
         self.header = pb.Header()
         self.header.CopyFrom(header)
         self.route = self.header.route
@@ -78,25 +84,56 @@ class Pipeline:
                       ) -> pb.ReplicateResponse:
         """Apply `req` locally and send it to every peer; returns the local response."""
         local = self.replica.apply(req)
-        try:
-            await asyncio.gather(*(
-                p.call.write(self.first_request(p, req) if opening else req)
-                for p in self.peers))
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
-            raise self._fail(f"sending to peers: {exc}") from None
+        await self._all_peers([p.call.write(self.first_request(p, req) if opening else req)
+                               for p in self.peers], "sending to peers")
         return local
 
     async def gather(self) -> list[pb.ReplicateResponse]:
         """One acknowledgement from each peer, in peer order."""
-        try:
-            responses = await asyncio.wait_for(
-                asyncio.gather(*(p.call.read() for p in self.peers)), ACK_TIMEOUT_S)
-        except (grpc.aio.AioRpcError, TimeoutError) as exc:
-            raise self._fail(f"reading peer acknowledgements: {exc!r}") from None
+        responses = await self._all_peers([p.call.read() for p in self.peers],
+                                          "reading peer acknowledgements")
         for peer, resp in zip(self.peers, responses, strict=True):
             if resp is grpc.aio.EOF:
                 raise self._fail(f"peer {peer.process_id.suffix} closed its Replicate stream")
         return list(responses)
+
+    async def _all_peers(self, calls: list[Coroutine[Any, Any, T]], what: str) -> list[T]:
+        """Await one operation per peer; on a failure, timeout or cancellation, break.
+
+        A pipeline whose operation did not complete at every peer is broken
+        for good, even when its caller was cancelled (a client gave up during
+        a roll): a peer's unread answer would otherwise be taken by the next
+        proposal as its own. Breaking cancels every peer call, which ends the
+        operations still pending; nobody waits for them.
+        """
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        if not tasks:
+            return []
+        try:
+            done, pending = await asyncio.wait(tasks, timeout=self.ack_timeout,
+                                               return_when=asyncio.FIRST_EXCEPTION)
+        except BaseException:
+            self._break(tasks, PipelineError(f"{what}: cancelled"))
+            raise
+        failed = [e for t in tasks if t in done and (e := t.exception()) is not None]
+        if not pending and not failed:
+            return [t.result() for t in tasks]
+        err = self._fail(f"{what}: {failed[0]!r}" if failed
+                         else f"{what}: no answer within {self.ack_timeout:g}s")
+        self._break(tasks, err)
+        unexpected = [e for e in failed
+                      if not isinstance(e, grpc.aio.AioRpcError | asyncio.InvalidStateError)]
+        if unexpected:
+            raise unexpected[0]
+        raise err
+
+    def _break(self, tasks: Sequence[asyncio.Future[Any]], err: PipelineError) -> None:
+        """Mark the pipeline broken and cancel every peer call, ending `tasks`."""
+        self.broken = self.broken or err
+        for peer in self.peers:
+            peer.call.cancel()
+        for task in tasks:
+            task.add_done_callback(_retrieve)
 
     async def propose(self, proposal: pb.Fragment, registers: pb.LabelSet,
                       opening: bool = False) -> list[pb.ReplicateResponse]:
@@ -130,13 +167,32 @@ class Pipeline:
         return err
 
     async def close(self) -> None:
-        """Roll back uncommitted content, half-close every stream and drain it."""
+        """Roll back uncommitted content, half-close every stream and drain it.
+
+        Streams are drained together. Any not ended within CLOSE_TIMEOUT_S, or
+        when the caller is cancelled meanwhile, are cancelled: a stream left
+        open keeps its replica's spool locked, stalling every later pipeline.
+        """
         self.replica.rollback_local()
-        for peer in self.peers:
-            try:
-                await peer.call.done_writing()
-                while await asyncio.wait_for(peer.call.read(), 5.0) is not grpc.aio.EOF:
-                    pass
-            except (grpc.aio.AioRpcError, asyncio.InvalidStateError, TimeoutError):
-                peer.call.cancel()
-        self.peers = []
+        peers, self.peers = self.peers, []
+        tasks = [asyncio.ensure_future(_drain(p.call)) for p in peers]
+        try:
+            if tasks:
+                await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
+        finally:
+            for peer in peers:
+                peer.call.cancel()  # a no-op for streams that ended
+            for task in tasks:
+                task.add_done_callback(_retrieve)
+
+
+async def _drain(call: Any) -> None:
+    await call.done_writing()
+    while await call.read() is not grpc.aio.EOF:
+        pass
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Consume the outcome of an abandoned peer operation (it ends with its call)."""
+    if not task.cancelled():
+        task.exception()
