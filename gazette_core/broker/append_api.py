@@ -54,11 +54,15 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
             pipeline = await broker.sync_pipeline(replica, res)
             if pipeline is None:
                 continue  # a peer knows a newer route: resolve again
-            try:
-                return await _append_locked(pipeline, res, first, requests)
-            except PipelineError:
-                await replica.close_pipeline()  # the next append builds a new one
-                raise
+            oversized = broker.oversized(res)
+            if not oversized:
+                try:
+                    return await _append_locked(pipeline, res, first, requests)
+                except PipelineError:
+                    await replica.close_pipeline()  # the next append builds a new one
+                    raise
+        # The route was synced and advertised above; now let the allocator shrink it.
+        await broker.keyspace.wait_for_change(res.header.etcd.revision)
 
 
 async def _append_locked(pln: Pipeline, res: Resolution, first: pb.AppendRequest,

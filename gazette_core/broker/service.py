@@ -72,6 +72,9 @@ class Broker:
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
         self._pulsing = BackgroundTask("pulse")
+        # Set when Etcd dropped our lease: our assignments are gone and others
+        # may serve our journals, so this process must stop serving them.
+        self.lease_lost = asyncio.Event()
         self._stopped = False
 
     async def __aenter__(self) -> Broker:
@@ -123,7 +126,8 @@ class Broker:
                                                          endpoint=self.endpoint),
                              journal_limit=self.config.limit)
         self.announcement = Announcement(self.etcd, self._member_key(),
-                                         spec.SerializeToString(), self.config.etcd_lease)
+                                         spec.SerializeToString(), self.config.etcd_lease,
+                                         on_lost=self.lease_lost.set)
         await self.announcement.announce()
 
     def _desired_replication(self, spec: object) -> int:
@@ -192,11 +196,15 @@ class Broker:
         return len(self.resolver.replicas)
 
     def _others_can_take(self) -> bool:
-        """Whether another broker that is not exiting could take our journals."""
-        for kv in self.keyspace.prefixed(f"{self.root}/members/"):
-            spec = kv.decoded
-            if (isinstance(spec, pb.BrokerSpec) and spec.process_spec.id != self.process_id
-                    and not spec.exiting and spec.journal_limit > 0):
+        """Whether some journal of ours has a broker, not exiting and not yet a member, to go to."""
+        others = [kv.decoded.process_spec.id for kv in
+                  self.keyspace.prefixed(f"{self.root}/members/")
+                  if isinstance(kv.decoded, pb.BrokerSpec) and not kv.decoded.exiting
+                  and kv.decoded.journal_limit > 0
+                  and kv.decoded.process_spec.id != self.process_id]
+        for journal in self.resolver.replicas:
+            members = list(self.resolver.route_of(self.resolver.assignments_of(journal)).members)
+            if any(o not in members for o in others):
                 return True
         return False
 
@@ -211,13 +219,18 @@ class Broker:
                 min_revision=req.min_etcd_revision)
             if res.status != pb.OK or res.header.process_id != self.process_id:
                 return res  # a status, or a primary elsewhere to proxy to
-            desired = self._desired_replication(res.spec)
-            if len(res.route.members) < desired:
+            if len(res.route.members) < self._desired_replication(res.spec):
                 res.status = pb.INSUFFICIENT_JOURNAL_BROKERS
                 return res
-            if len(res.route.members) == desired and res.replica is not None:
+            if res.replica is not None:
+                # A route larger than desired (the allocator is shrinking it) is
+                # synced and advertised first, then waited out by the caller.
                 return res
             await self.keyspace.wait_for_change(self.keyspace.revision)
+
+    def oversized(self, res: Resolution) -> bool:
+        """Whether the route has more members than desired (an allocator move in flight)."""
+        return len(res.route.members) > self._desired_replication(res.spec)
 
     def peer_stub(self, endpoint: str) -> JournalAsyncStub:
         return journal_stub(endpoint)
