@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from gazette_core.broker.append_api import serve_append
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
 
@@ -59,8 +60,6 @@ class Pulse:
 
     async def pulse(self, journal: str) -> pb.AppendResponse | None:
         """One empty append to `journal`, served here only (never proxied)."""
-        from gazette_core.broker.append_api import serve_append
-
         async def requests() -> AsyncIterator[pb.AppendRequest]:
             yield pb.AppendRequest(journal=journal, do_not_proxy=True,
                                    suspend=pb.AppendRequest.SUSPEND_NO_RESUME)
