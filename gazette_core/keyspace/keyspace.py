@@ -191,9 +191,12 @@ class KeySpace:
                 if key not in self._kvs:
                     bisect.insort(self._keys, key)
                 self._kvs[key] = entry
-        last_event = resp.events[-1].kv.mod_revision if resp.events else 0
+        # A response of a watch still catching up carries the store's current
+        # revision in its header while later events are yet to come: only its
+        # last event's revision is known to be fully applied.
+        reached = resp.events[-1].kv.mod_revision if resp.events else resp.header.revision
         before = self.revision
-        self._set_header(resp.header, max(resp.header.revision, last_event))
+        self._set_header(resp.header, reached)
         if resp.events or self.revision != before:
             self._notify()
 
