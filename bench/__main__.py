@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import broker_bench, ceiling
+from bench import allocator_bench, broker_bench, ceiling
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -49,19 +49,48 @@ async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
     return {k: round(v, 3) for k, v in out.items()}
 
 
+async def measure_r3(broker: str, ceiling_mb_s: float) -> dict[str, float]:
+    """Replication 3 on three local brokers: throughput (64 KiB chunks) and 1 KiB latency."""
+    out: dict[str, float] = {}
+    async with journal_stub(broker) as stub:
+        specs = [journal_spec(n, length=512 * MiB, refresh_s=60, replication=3)
+                 for n in ("bench/r3-throughput", "bench/r3-latency")]
+        await apply_journals(stub, pb.ApplyRequest(changes=[
+            pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
+        for spec in specs:
+            await append_retrying(stub, spec.name, b"warm-up\n")  # waits for three members
+        out["append_r3_mb_s"] = await broker_bench.append_throughput(
+            stub, "bench/r3-throughput", 16 * MiB, 2, RUNS)
+        p50, p99 = await broker_bench.append_latency(stub, "bench/r3-latency", 1000)
+        out["append_r3_1k_p50_ms"], out["append_r3_1k_p99_ms"] = p50, p99
+    out["append_r3_ratio"] = out["append_r3_mb_s"] / ceiling_mb_s
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def on_stack(tmp: str, name: str, brokers: int, zones: int) -> local_stack.Stack:
+    stack = local_stack.up(Path(tmp) / name, brokers=brokers, zones=zones, activate=False)
+    time.sleep(0.5)
+    return stack
+
+
 def main() -> None:
     ceiling_port = free_port()
     server = ceiling.start_server(ceiling_port)
     with tempfile.TemporaryDirectory(prefix="gazette-bench-") as tmp:
-        directory = Path(tmp) / "stack"
         try:
-            stack = local_stack.up(directory, brokers=1, activate=False)
-            time.sleep(0.5)
-            result = asyncio.run(measure(stack.brokers[0].endpoint, ceiling_port))
+            single = on_stack(tmp, "single", 1, 1)
+            result = asyncio.run(measure(single.brokers[0].endpoint, ceiling_port))
+            local_stack.down(single.directory)
+            three = on_stack(tmp, "three", 3, 2)
+            result.update(asyncio.run(measure_r3(three.brokers[0].endpoint,
+                                                 result["append_ceiling_mb_s"])))
         finally:
             server.terminate()
-            if (directory / local_stack.STATE_FILE).exists():
-                local_stack.down(directory)
+            for name in ("single", "three"):
+                if (Path(tmp) / name / local_stack.STATE_FILE).exists():
+                    local_stack.down(Path(tmp) / name)
+    # On its own etcd, after the broker figures, so it doesn't compete with them.
+    result.update(allocator_bench.run())
     result["runs"] = RUNS
     print(json.dumps(result, sort_keys=True))
     results = Path(__file__).parent / "results"

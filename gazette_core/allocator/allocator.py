@@ -5,6 +5,8 @@ KeySpace change it plans against a snapshot and applies the changes in
 batched transactions that also assert its own member key is unchanged, so a
 member that lost leadership (or its lease) cannot write. A failed transaction
 just means the snapshot was stale: the next change brings a fresh one.
+Planning (planner.py) re-solves the zone-aware max-flow assignment only when
+its inputs change, and otherwise just converges toward the last solution.
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ from aetcd import rpc
 from gazette_core.allocator.changes import Change
 from gazette_core.allocator.consistency import route_consistent
 from gazette_core.allocator.keys import AllocState
-from gazette_core.allocator.planner import Consistent, Desired, MemberLimit, default_member_limit
-from gazette_core.allocator.planner import plan as plan_changes
+from gazette_core.allocator.planner import (
+    Consistent,
+    Desired,
+    MemberExiting,
+    MemberLimit,
+    Planner,
+    default_member_exiting,
+    default_member_limit,
+)
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
@@ -66,14 +75,17 @@ class Allocator:
         *,
         member_limit: MemberLimit = default_member_limit,
         consistent: Consistent = route_consistent,
+        member_exiting: MemberExiting = default_member_exiting,
     ) -> None:
         self.client = client
         self.keyspace = keyspace
         self.root = root
         self.self_member_key = self_member_key
         self.desired_replication = desired_replication
-        self.member_limit = member_limit
-        self.consistent = consistent
+        self.planner = Planner(desired_replication, member_limit, consistent, member_exiting)
+        # The latest KeySpace revision at which a leading round found nothing to do.
+        self.converged_revision = 0
+        self._converged = asyncio.Event()
         self._loop = BackgroundTask("allocator")
 
     def start(self) -> None:
@@ -88,14 +100,19 @@ class Allocator:
         state = AllocState.from_keyspace(self.keyspace, self.root)
         leader = state.leader()
         if leader is None or leader.key != self.self_member_key:
+            # Another member decides meanwhile: start afresh from its assignments.
+            self.planner.forget()
             return None, []
-        changes = plan_changes(state, self.desired_replication, self.member_limit, self.consistent)
-        return leader, changes
+        return leader, self.planner.plan(state)
 
     async def converge_once(self) -> bool:
         """Plan and apply one round; False if a transaction lost a race."""
+        planned_at = self.keyspace.revision
         leader, changes = self.plan()
-        if leader is None or not changes:
+        if leader is None:
+            return True
+        if not changes:
+            self._mark_converged(planned_at)
             return True
         guard = etcd_util.cmp_mod_revision(self.self_member_key, leader.mod_revision)
         revision = 0
@@ -111,6 +128,16 @@ class Allocator:
         # Plan the next round only from a snapshot that includes these writes.
         await self.keyspace.wait_for_revision(revision)
         return True
+
+    def _mark_converged(self, revision: int) -> None:
+        self.converged_revision = max(self.converged_revision, revision)
+        self._converged.set()
+        self._converged = asyncio.Event()
+
+    async def wait_converged(self, revision: int) -> None:
+        """Return once, leading, a round at `revision` or later found nothing left to do."""
+        while self.converged_revision < revision:
+            await self._converged.wait()
 
     async def _run(self) -> None:
         while True:

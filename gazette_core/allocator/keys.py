@@ -111,6 +111,7 @@ class AllocState:
         self.members: dict[MemberId, KeyValue] = {}
         self.assignments: dict[str, list[AssignmentKV]] = {}
         self.member_load: dict[MemberId, int] = {}
+        self._assign_prefix = root + ASSIGN
         for kv in sorted(kvs, key=lambda kv: kv.key):
             try:
                 self._add(kv)
@@ -123,14 +124,15 @@ class AllocState:
         return cls(root, keyspace.prefixed(root + "/"), keyspace.revision)
 
     def _add(self, kv: KeyValue) -> None:
-        if kv.key.startswith(self.root + ITEMS):
-            self.items[parse_item_key(self.root, kv.key)] = kv
-        elif kv.key.startswith(self.root + MEMBERS):
-            self.members[parse_member_key(self.root, kv.key)] = kv
-        elif kv.key.startswith(self.root + ASSIGN):
+        # Assignments outnumber everything else: test for them first.
+        if kv.key.startswith(self._assign_prefix):
             entry = AssignmentKV(parse_assign_key(self.root, kv.key), kv)
             self.assignments.setdefault(entry.assignment.item, []).append(entry)
             self.member_load[entry.member] = self.member_load.get(entry.member, 0) + 1
+        elif kv.key.startswith(self.root + ITEMS):
+            self.items[parse_item_key(self.root, kv.key)] = kv
+        elif kv.key.startswith(self.root + MEMBERS):
+            self.members[parse_member_key(self.root, kv.key)] = kv
 
     def item_assignments(self, item: str) -> list[AssignmentKV]:
         """Assignments of `item` in key order, i.e. by (zone, suffix, slot)."""

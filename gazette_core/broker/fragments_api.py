@@ -8,6 +8,7 @@ from gazette_core.broker.append_api import may_read
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
 from gazette_core.broker.protocol.validate_ext import validate_fragments_request
+from gazette_core.broker.proxy import proxy_list_fragments
 from gazette_core.broker.stores.registry import get_store
 
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ async def serve_list_fragments(broker: Broker, req: pb.FragmentsRequest
         proxy_header=req.header if req.HasField("header") else None)
     if res.status == pb.OK and res.spec is not None and not may_read(res.spec):
         res.status = pb.NOT_ALLOWED
-    if res.status == pb.OK and res.replica is None:
-        res.status = pb.NOT_JOURNAL_BROKER  # proxying to peers arrives with replication
     if res.status != pb.OK:
         return pb.FragmentsResponse(status=res.status, header=res.header)
+    if res.replica is None:  # not a member: a member answers through us
+        return await proxy_list_fragments(broker, res, req)
     assert res.replica is not None
     await res.replica.index.wait_first_refresh()
     resp = pb.FragmentsResponse(status=pb.OK, header=res.header)

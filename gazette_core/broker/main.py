@@ -18,6 +18,10 @@ LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
 USAGE = "usage: gazette serve [flags]   (gazette serve --help lists them)"
 
 
+class LeaseLostError(GazetteError):
+    """Etcd expired this broker's lease (it was stopped, partitioned or too slow)."""
+
+
 async def serve(config: BrokerConfig) -> None:
     """Run a broker until a termination signal arrives."""
     stop = asyncio.Event()
@@ -28,7 +32,12 @@ async def serve(config: BrokerConfig) -> None:
     await broker.start()  # raises GazetteError with a clear message when it cannot
     print(f"gazette broker {config.zone}#{config.suffix} serving at {broker.endpoint}",
           file=sys.stderr, flush=True)
-    await stop.wait()
+    lost = asyncio.create_task(broker.lease_lost.wait())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
+    if broker.lease_lost.is_set():
+        await broker.stop(drain_timeout=0)
+        raise LeaseLostError("lost its Etcd lease; stopped serving (restart it to rejoin)")
     await broker.stop()
 
 

@@ -15,6 +15,7 @@ from gazette_core.broker.fragment.index import IndexEntry
 from gazette_core.broker.fragment.remote import read_fragment
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_read_request
+from gazette_core.broker.proxy import proxy_read
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.stores.registry import get_store
 
@@ -36,10 +37,12 @@ async def serve_read(broker: Broker, req: pb.ReadRequest) -> AsyncIterator[pb.Re
         min_revision=req.min_etcd_revision)
     if res.status == pb.OK and res.spec is not None and not may_read(res.spec):
         res.status = pb.NOT_ALLOWED
-    if res.status == pb.OK and res.replica is None:
-        res.status = pb.NOT_JOURNAL_BROKER  # proxying to peers arrives with replication
     if res.status != pb.OK:
         yield pb.ReadResponse(status=res.status, header=res.header)
+        return
+    if res.replica is None:  # not a member: a member serves it through us
+        async for resp in proxy_read(broker, res, req):
+            yield resp
         return
     assert res.replica is not None
     header: pb.Header | None = res.header

@@ -12,10 +12,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from gazette_core.broker.fragment.index import FragmentIndex
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.fragment.spool import Spool
+from gazette_core.broker.pipeline import Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
 from gazette_core.broker.stores.registry import get_store
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 # but a replica must never spin).
 DEFAULT_REFRESH_S = 60.0
 RETRY_REFRESH_S = 5.0
+# How long a replica holds back persisting a fragment the primary should persist.
+REPLICA_PERSIST_DELAY_S = 150.0
 
 
 class Replica:
@@ -43,10 +47,16 @@ class Replica:
         self.spool_dir = spool_dir
         self.spool = Spool(journal, spool_dir)
         self.index = FragmentIndex()
+        # Held by an Append while it streams (on the primary) and by the
+        # Replicate stream from the primary (on a replica): one writer at a time.
         self.pipeline_lock = asyncio.Lock()
-        # True once the primary has reconciled its spool with the index (the
-        # single-member form of a pipeline sync).
-        self.synced = False
+        self.pipeline: Pipeline | None = None
+        # Whether this broker last acted as the journal's primary: primaries persist
+        # rolled spools at once, replicas only later, as a safety net.
+        self.primary = False
+        self._delayed: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        # Replicate handlers serving this replica's spool for a remote primary.
+        self.streams: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
 
@@ -67,9 +77,31 @@ class Replica:
     async def stop(self) -> None:
         """Roll the spool so its content persists, and end the refresh loop."""
         await self._refresher.stop()
+        for task in list(self.streams):  # they hold the lock for as long as the primary streams
+            task.cancel()
         async with self.pipeline_lock:
+            await self.close_pipeline()
+            self.primary = True  # what is rolled now must be persisted now
+            delayed, self._delayed = self._delayed, {}
+            for handle, persist in delayed.items():
+                handle.cancel()
+                persist()  # what a replica was holding back is persisted now
             if self.spool.content_length() > 0:
                 self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)
+
+    def on_route(self, is_primary: bool) -> None:
+        """A demoted primary closes its pipeline, releasing the peers' spools."""
+        if not is_primary and self.pipeline is not None:
+            asyncio.get_running_loop().create_task(self._demote(), name=f"demote {self.journal}")
+
+    async def _demote(self) -> None:
+        async with self.pipeline_lock:
+            await self.close_pipeline()
+
+    async def close_pipeline(self) -> None:
+        pipeline, self.pipeline = self.pipeline, None
+        if pipeline is not None:
+            await pipeline.close()
 
     # -- spool transitions ----------------------------------------------------
 
@@ -77,7 +109,7 @@ class Replica:
         """Apply a proposal or content to the spool, indexing commits and persisting rolls."""
         resp, completed = self.spool.apply(req)
         if completed is not None:
-            self.persister.enqueue(completed, self.spec, self._on_persisted)
+            self._persist(completed)
         if req.HasField("proposal") and resp.status == pb.OK:
             frag = self.spool.fragment
             if frag.end > frag.begin:
@@ -85,6 +117,29 @@ class Replica:
                 snapshot.CopyFrom(frag)
                 self.index.add_local(snapshot, self.spool)
         return resp
+
+    def _persist(self, completed: Spool) -> None:
+        if self.primary:
+            self.persister.enqueue(completed, self.spec, self._on_persisted)
+            return
+        # The primary persists this fragment; ours is a fallback should it die.
+        spec = self.spec
+
+        def persist() -> None:
+            self.persister.enqueue(completed, spec, self._on_persisted)
+
+        def later() -> None:
+            self._delayed.pop(handle, None)
+            persist()
+
+        handle = asyncio.get_running_loop().call_later(REPLICA_PERSIST_DELAY_S, later)
+        self._delayed[handle] = persist
+
+    def rollback_local(self) -> None:
+        """Discard uncommitted content of the local spool only."""
+        if self.spool.delta:
+            self.apply(pb.ReplicateRequest(proposal=self.spool.fragment,
+                                           registers=self.spool.registers, acknowledge=True))
 
     def roll(self, offset: int, codec: int) -> pb.ReplicateResponse:
         proposal = self.spool.roll_proposal(offset, codec)

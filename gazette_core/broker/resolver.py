@@ -53,6 +53,7 @@ class Resolver:
         root: str,
         process_id: pb.ProcessSpec.ID,
         new_replica: Callable[[str, KeyValue], Replica],
+        on_primary_route: Callable[[str], None] | None = None,
     ) -> None:
         self.keyspace = keyspace
         self.root = root.rstrip("/")
@@ -60,6 +61,9 @@ class Resolver:
         self._new_replica = new_replica
         self.replicas: dict[str, Replica] = {}
         self._stopping = False
+        # Called with a journal whose route changed while this broker is its primary.
+        self._on_primary_route = on_primary_route
+        self._routes: dict[str, bytes] = {}
 
     # -- resolution ---------------------------------------------------------
 
@@ -158,6 +162,7 @@ class Resolver:
         if self._stopping:
             return
         wanted: dict[str, KeyValue] = {}
+        primary: set[str] = set()
         for kv in self.keyspace.prefixed(f"{self.root}/assign/"):
             a = parse_assign_key(self.root, kv.key)
             if (a.zone, a.suffix) != (self.process_id.zone, self.process_id.suffix):
@@ -165,6 +170,8 @@ class Resolver:
             item = self.keyspace.get(f"{self.root}/items/{a.item}")
             if item is not None:
                 wanted[a.item] = item
+                if a.slot == 0:
+                    primary.add(a.item)
         for journal, replica in list(self.replicas.items()):
             item = wanted.get(journal)
             if item is None or item.create_revision != replica.create_revision:
@@ -177,6 +184,16 @@ class Resolver:
                 replica.start()
             else:
                 self.replicas[journal].on_spec(item)
+            self.replicas[journal].on_route(journal in primary)
+        self._notice_route_changes(primary)
+
+    def _notice_route_changes(self, primary: set[str]) -> None:
+        routes = {j: self.route_of(self.assignments_of(j)).SerializeToString() for j in primary}
+        if self._on_primary_route is not None:
+            for journal, route in routes.items():
+                if self._routes.get(journal) != route:
+                    self._on_primary_route(journal)
+        self._routes = routes
 
     async def stop(self) -> None:
         """Stop every replica, rolling and persisting its spool."""

@@ -8,7 +8,9 @@ serve, announce the member under a lease, then watch and allocate.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from typing import TYPE_CHECKING
 
 import aetcd
 import grpc
@@ -18,16 +20,25 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
+from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
+from gazette_core.broker.pipeline import Pipeline
+from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.broker.protocol.route_ext import route_equivalent
+from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.servicer import JournalServicer
-from gazette_core.errors import UnavailableError
+from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.tasks import BackgroundTask
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +47,10 @@ MAX_RECV = 4 * 1024 * 1024
 # per-persist timeout is 5 minutes).
 PERSIST_ON_STOP_S = 300.0
 ETCD_CONNECT_TIMEOUT_S = 10.0
+# How long a stopping broker waits for the allocator to move its journals away.
+DRAIN_TIMEOUT_S = 60.0
+# Draining stops early once no journal has moved away for this long.
+DRAIN_STALL_S = 5.0
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
@@ -56,6 +71,11 @@ class Broker:
         self.port = 0
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
+        self._pulsing = BackgroundTask("pulse")
+        # Set when Etcd dropped our lease: our assignments are gone and others
+        # may serve our journals, so this process must stop serving them.
+        self.lease_lost = asyncio.Event()
+        self._stopped = False
 
     async def __aenter__(self) -> Broker:
         await self.start()
@@ -78,7 +98,9 @@ class Broker:
             detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
             raise UnavailableError(
                 f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
-        self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica)
+        self.pulse = Pulse(self)
+        self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica,
+                                 self.pulse.route_changed)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(options=GRPC_OPTIONS)
@@ -93,6 +115,7 @@ class Broker:
         self.allocator = Allocator(self.etcd, self.keyspace, self.root, self._member_key(),
                                    self._desired_replication)
         self.allocator.start()
+        self._pulsing.start(self.pulse.run)
         log.info("broker serving", extra={"endpoint": self.endpoint})
 
     def _member_key(self) -> str:
@@ -103,7 +126,8 @@ class Broker:
                                                          endpoint=self.endpoint),
                              journal_limit=self.config.limit)
         self.announcement = Announcement(self.etcd, self._member_key(),
-                                         spec.SerializeToString(), self.config.etcd_lease)
+                                         spec.SerializeToString(), self.config.etcd_lease,
+                                         on_lost=self.lease_lost.set)
         await self.announcement.announce()
 
     def _desired_replication(self, spec: object) -> int:
@@ -120,8 +144,20 @@ class Broker:
         return Replica(journal, item, self.persister, self.config.file_root,
                        self.config.spool_dir or None)
 
-    async def stop(self) -> None:
-        """Persist every spool, then leave: stop serving and release the lease."""
+    async def stop(self, drain_timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Drain, persist every spool, then leave: stop serving and release the lease.
+
+        The broker first marks itself exiting, so the allocator moves its
+        assignments to other brokers, and waits (up to `drain_timeout`) until
+        it holds none. With no other broker to take them, it stops at once.
+        Stopping a stopped broker does nothing.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.announcement is not None and self.allocator is not None:
+            await self._drain(drain_timeout)
+        await self._pulsing.stop()
         if self.allocator is not None:
             await self.allocator.stop()
         await self.resolver.stop()
@@ -133,6 +169,45 @@ class Broker:
             await self.announcement.revoke()
         await self.etcd.close()
 
+    async def _drain(self, timeout: float) -> None:
+        assert self.announcement is not None
+        spec = pb.BrokerSpec(process_spec=pb.ProcessSpec(id=self.process_id,
+                                                         endpoint=self.endpoint),
+                             journal_limit=self.config.limit, exiting=True)
+        try:
+            await self.announcement.update(spec.SerializeToString())
+        except GazetteError as exc:
+            log.warning("could not mark this broker exiting: %s", exc)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        count, progress_at = self._assignment_count(), loop.time()
+        while count and self._others_can_take() and loop.time() < deadline:
+            if loop.time() - progress_at > DRAIN_STALL_S:
+                log.warning("%d journal(s) could not be moved off this broker", count)
+                return  # the others lack capacity: waiting longer will not help
+            revision = self.keyspace.revision
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.keyspace.wait_for_change(revision), 1.0)
+            if self._assignment_count() < count:
+                count, progress_at = self._assignment_count(), loop.time()
+
+    def _assignment_count(self) -> int:
+        return len(self.resolver.replicas)
+
+    def _others_can_take(self) -> bool:
+        """Whether some journal of ours has a broker, not exiting and not yet a member, to go to."""
+        others = [kv.decoded.process_spec.id for kv in
+                  self.keyspace.prefixed(f"{self.root}/members/")
+                  if isinstance(kv.decoded, pb.BrokerSpec) and not kv.decoded.exiting
+                  and kv.decoded.journal_limit > 0
+                  and kv.decoded.process_spec.id != self.process_id]
+        for journal in self.resolver.replicas:
+            members = list(self.resolver.route_of(self.resolver.assignments_of(journal)).members)
+            if any(o not in members for o in others):
+                return True
+        return False
+
     # -- append support -----------------------------------------------------
 
     async def resolve_for_append(self, req: pb.AppendRequest) -> Resolution:
@@ -142,31 +217,63 @@ class Broker:
                 req.journal, require_primary=True, may_proxy=not req.do_not_proxy,
                 proxy_header=req.header if req.HasField("header") else None,
                 min_revision=req.min_etcd_revision)
-            if res.status != pb.OK:
-                return res
-            if res.header.process_id != self.process_id or res.replica is None:
-                # Proxying to a remote primary arrives with replication.
-                res.status = pb.NOT_JOURNAL_PRIMARY_BROKER
-                res.header.process_id.CopyFrom(self.process_id)
-                return res
-            desired = self._desired_replication(res.spec)
-            if len(res.route.members) < desired:
+            if res.status != pb.OK or res.header.process_id != self.process_id:
+                return res  # a status, or a primary elsewhere to proxy to
+            if len(res.route.members) < self._desired_replication(res.spec):
                 res.status = pb.INSUFFICIENT_JOURNAL_BROKERS
                 return res
-            if len(res.route.members) == desired:
+            if res.replica is not None:
+                # A route larger than desired (the allocator is shrinking it) is
+                # synced and advertised first, then waited out by the caller.
                 return res
             await self.keyspace.wait_for_change(self.keyspace.revision)
 
-    async def sync_pipeline(self, replica: Replica, res: Resolution) -> None:
-        """Reconcile the spool with the index, then advertise the route in Etcd."""
-        if not replica.synced:
-            # A spool that never held content (fresh after a restart) continues
-            # where the persisted fragments end.
+    def oversized(self, res: Resolution) -> bool:
+        """Whether the route has more members than desired (an allocator move in flight)."""
+        return len(res.route.members) > self._desired_replication(res.spec)
+
+    def peer_stub(self, endpoint: str) -> JournalAsyncStub:
+        return journal_stub(endpoint)
+
+    async def sync_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
+        """The journal's synchronised pipeline for `res`'s route, building it if needed.
+
+        None means a peer knows a newer route: we waited for its revision and
+        the caller must resolve again.
+        """
+        pipeline = replica.pipeline
+        if pipeline is not None and (pipeline.broken is not None
+                                     or not route_equivalent(pipeline.route, res.route)):
+            await replica.close_pipeline()
+            pipeline = None
+        if pipeline is None:
+            pipeline = await self._new_pipeline(replica, res)
+            if pipeline is None:
+                return None
+        await self._advertise_route(res)
+        return pipeline
+
+    async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
+        replica.primary = True
+        pipeline = Pipeline(replica, res.header, self.peer_stub)
+        replica.pipeline = pipeline
+        codec = replica.spec.fragment.compression_codec
+        try:
+            pipeline.open()
+            result = await synchronize(pipeline, codec)
+            if result.wait_revision:
+                await replica.close_pipeline()
+                await self.keyspace.wait_for_revision(result.wait_revision)
+                return None
+            # A spool that never held content (every replica fresh after a
+            # restart) continues where the persisted fragments end.
             index_end = replica.index.end_offset
             if replica.spool.fragment.end == 0 and index_end > 0:
-                replica.roll(index_end, replica.spec.fragment.compression_codec)
-            replica.synced = True
-        await self._advertise_route(res)
+                await pipeline.roll(index_end, codec)
+        except BaseException:
+            await replica.close_pipeline()
+            raise
+        return pipeline
 
     async def _advertise_route(self, res: Resolution) -> None:
         """Write the route into assignment values that do not yet hold it (broker.md 5.2)."""

@@ -20,6 +20,7 @@ from gazette_core.broker.list_api import serve_list
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.read_api import serve_read
+from gazette_core.broker.replicate_api import serve_replicate
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:
@@ -106,6 +107,11 @@ class JournalServicer(pb_grpc.JournalServicer):
 
     async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],
                         context: Context) -> AsyncIterator[pb.ReplicateResponse]:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED,
-                            "this broker does not accept replication peers yet")
-        yield pb.ReplicateResponse()  # unreachable; makes this an async generator
+        done = _cancel_when_rpc_ends(context)
+        try:
+            async for resp in serve_replicate(self.broker, request_iterator):
+                yield resp
+        except GazetteError as exc:
+            await _abort(context, exc)
+        finally:
+            done.set()

@@ -59,6 +59,8 @@ class Process:
 class Stack:
     directory: Path
     processes: list[Process] = field(default_factory=list)
+    # TTL in seconds of each broker's Etcd lease (how long a dead broker keeps its journals).
+    lease: int = LEASE_S
 
     @property
     def etcd(self) -> Process:
@@ -69,7 +71,7 @@ class Stack:
         return [p for p in self.processes if p.role == "broker"]
 
     def save(self) -> None:
-        data = {"processes": [asdict(p) for p in self.processes]}
+        data = {"lease": self.lease, "processes": [asdict(p) for p in self.processes]}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(self.directory / STATE_FILE)
@@ -80,7 +82,8 @@ class Stack:
         if not path.exists():
             return None
         data = json.loads(path.read_text())
-        return cls(directory, [Process(**p) for p in data["processes"]])
+        return cls(directory, [Process(**p) for p in data["processes"]],
+                   int(data.get("lease", LEASE_S)))
 
     def status(self) -> list[dict[str, object]]:
         return [{"role": p.role, "name": p.name, "pid": p.pid, "endpoint": p.endpoint,
@@ -92,14 +95,19 @@ def resolve_dir(directory: str | None) -> Path:
 
 
 def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
-       activate: bool = True) -> Stack:
+       activate: bool = True, lease: int | None = None) -> Stack:
     """Start (or restart the dead processes of) the stack in `directory`.
 
     With `activate`, later gazctl commands default to this stack's brokers.
+    `lease` sets the brokers' Etcd lease TTL in seconds; it is kept in the
+    stack's state, so later restarts use it too (default LEASE_S). Brokers
+    already running keep the lease they were started with.
     """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fragments").mkdir(exist_ok=True)
     stack = Stack.load(directory) or Stack(directory)
+    if lease is not None:
+        stack.lease = lease
     _plan(stack, brokers, zones)
     stack.save()
     if not processes.alive(stack.etcd.pid, stack.etcd.marker):
@@ -143,14 +151,14 @@ def _broker_argv(stack: Stack, b: Process) -> list[str]:
             "--broker.zone", b.zone, "--broker.id", b.name,
             "--broker.file-root", str(stack.directory / "fragments"),
             "--etcd.address", stack.etcd.endpoint, "--etcd.prefix", ETCD_PREFIX,
-            "--etcd.lease", str(LEASE_S),
+            "--etcd.lease", str(stack.lease),
             "--log.level", "info"]
 
 
 def _forget_crashed(stack: Stack, b: Process) -> None:
     """End the lease of a broker that died without revoking it (killed, or crashed).
 
-    Its member key would otherwise outlive it by up to LEASE_S, and the restarted
+    Its member key would otherwise outlive it by up to its lease TTL, and the restarted
     broker, which reuses the name, waits for that key to go before it joins. The
     old process is known to be gone, so expiring its lease early is safe.
     """

@@ -26,14 +26,18 @@ def broker_config(etcd_endpoint: str, file_root: str, **overrides: object) -> Br
 
 
 @asynccontextmanager
-async def running_broker(config: BrokerConfig) -> AsyncIterator[Broker]:
-    """A started broker, stopped (spools persisted, lease revoked) on exit."""
+async def running_broker(config: BrokerConfig, drain_timeout: float = 2.0
+                         ) -> AsyncIterator[Broker]:
+    """A started broker, stopped (drained, spools persisted, lease revoked) on exit.
+
+    Test clusters are torn down whole, so draining is kept short by default.
+    """
     broker = Broker(config)
     await broker.start()
     try:
         yield broker
     finally:
-        await broker.stop()
+        await broker.stop(drain_timeout)
 
 
 @asynccontextmanager

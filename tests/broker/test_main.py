@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from gazette_core.testing.etcd import free_port
 
@@ -29,3 +30,31 @@ def test_help_and_usage_errors() -> None:
     unknown = gazette("frobnicate")
     assert (unknown.returncode, unknown.stderr.splitlines()[0]) == (
         2, "gazette: unknown command 'frobnicate'")
+
+
+def test_broker_that_lost_its_lease_stops_serving_and_exits_1(
+        etcd: object, etcd_server: object, tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    endpoint = etcd_server.endpoint  # type: ignore[attr-defined]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gazette_core.broker.main", "serve", "--etcd.address", endpoint,
+         "--etcd.lease", "2", "--broker.port", "0", "--broker.host", "127.0.0.1",
+         "--broker.id", "stalled-broker", "--broker.file-root", str(tmp_path)],
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while "serving at" not in (line := proc.stderr.readline() if proc.stderr else ""):
+            assert time.monotonic() < deadline and line != "", "broker did not start"
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(5)  # well past the 2 s lease
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.wait(timeout=30) == 1
+        assert proc.stderr is not None
+        assert "gazette: lost its Etcd lease; stopped serving" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -36,6 +36,10 @@ CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_time_ms", 5 * 60 * 1000),
     ("grpc.keepalive_timeout_ms", 20 * 1000),
     ("grpc.keepalive_permit_without_calls", 0),
+    # Brokers restart; gRPC's default back-off grows to two minutes, which would
+    # keep a long-gone peer unreachable long after it is back.
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 5000),
 ]
 
 _channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (

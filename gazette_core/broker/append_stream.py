@@ -1,0 +1,126 @@
+"""Streaming an append's content through the pipeline and committing it.
+
+Content chunks become uncommitted spool content at every replica; the commit
+proposal makes them visible. Whatever else ends the stream (EOF without the
+commit message, a protocol violation, a stalled or cancelled client, a
+failed peer) drops the uncommitted content everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+
+from gazette_core.broker.pipeline import Pipeline
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
+from gazette_core.broker.protocol.labels_ext import subtract_label_sets, union_label_sets
+from gazette_core.broker.resolver import Resolution
+from gazette_core.errors import GazetteError
+
+_Suspend = pb.AppendRequest
+NO_CONTENT_MODES = (_Suspend.SUSPEND_IF_FLUSHED, _Suspend.SUSPEND_NOW, _Suspend.SUSPEND_KEEP)
+# A client must stream at least this fast once its initial credit is spent, or
+# its append is rolled back (it would otherwise hold the journal's pipeline).
+MIN_APPEND_RATE = 64 * 1024
+MIN_RATE_CREDIT_S = 1.0
+
+
+class AppendStreamError(GazetteError):
+    """The client broke the Append stream protocol; the append is rolled back."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"append stream: {reason}")
+
+
+def may_write(spec: pb.JournalSpec) -> bool:
+    return spec.flags in (pb.JournalSpec.NOT_SPECIFIED, pb.JournalSpec.O_WRONLY,
+                          pb.JournalSpec.O_RDWR)
+
+
+async def next_request(requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:
+    try:
+        return await requests.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+async def stream_and_commit(pln: Pipeline, res: Resolution, first: pb.AppendRequest,
+                            requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendResponse:
+    """Replicate the content, then commit it; anything short of a commit is rolled back."""
+    spool = pln.replica.spool
+    begin = spool.fragment.end
+    digest = hashlib.sha1()
+    committed = False
+    try:
+        outcome = await _stream_content(pln, first, requests, digest)
+        if isinstance(outcome, pb.AppendResponse):
+            outcome.header.CopyFrom(res.header)
+            return outcome
+        registers = _next_registers(pln, first)
+        responses = await pln.propose(spool.proposal_with_delta(), registers)
+        pln.require_ok(responses, "commit")
+        committed = True
+    finally:
+        if not committed:
+            pln.abort()
+    commit = pb.Fragment(journal=pln.replica.journal, begin=begin, end=spool.fragment.end,
+                         sum=sha1_to_sum(digest.digest()),
+                         compression_codec=spool.fragment.compression_codec)
+    return pb.AppendResponse(status=pb.OK, header=res.header, commit=commit,
+                             registers=spool.registers, total_chunks=outcome)
+
+
+async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
+                          requests: AsyncIterator[pb.AppendRequest],
+                          digest: hashlib._Hash) -> int | pb.AppendResponse:
+    """Replicate content chunks until the empty commit message and EOF; the chunk count."""
+    chunks = 0
+    spool = pln.replica.spool
+    writable = may_write(pln.replica.spec)
+    rate = _MinRate()
+    while (req := await rate.next(requests)) is not None:
+        if req.journal or req.HasField("header") or req.offset or req.suspend:
+            raise AppendStreamError("expected only Content in follow-up AppendRequests")
+        if not req.content:
+            if await rate.next(requests) is not None:
+                raise AppendStreamError("expected EOF after empty Content chunk")
+            return chunks
+        if not writable or first.suspend in NO_CONTENT_MODES:
+            return pb.AppendResponse(status=pb.NOT_ALLOWED)
+        await pln.scatter(pb.ReplicateRequest(content=req.content, content_delta=spool.delta))
+        digest.update(req.content)
+        rate.received += len(req.content)
+        chunks += 1
+    raise AppendStreamError("unexpected EOF")
+
+
+class _MinRate:
+    """Reads the next message no later than the minimum append rate allows."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.start = self.loop.time()
+        self.received = 0
+
+    async def next(self, requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:
+        deadline = self.start + MIN_RATE_CREDIT_S + self.received / MIN_APPEND_RATE
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await next_request(requests)
+        except TimeoutError:
+            raise AppendStreamError(
+                "client stream didn't sustain the minimum append data rate") from None
+
+
+def _next_registers(pln: Pipeline, req: pb.AppendRequest) -> pb.LabelSet:
+    current = pln.replica.spool.registers
+    if not (req.HasField("union_registers") or req.HasField("subtract_registers")):
+        return current
+    if pln.replica.spool.delta == 0:
+        if req.union_registers.labels or req.subtract_registers.labels:
+            raise AppendStreamError("register modification requires non-empty Append")
+        return current
+    return union_label_sets(subtract_label_sets(current, req.subtract_registers),
+                            req.union_registers)

@@ -1,0 +1,72 @@
+"""The pulse: an empty append by the primary of each journal, on route changes and every minute.
+
+An empty append runs the whole append path without content: it synchronises
+the pipeline (so a new replica catches up), writes the current Route into the
+assignment values (so the allocator may finish a reassignment), and applies
+rolls due to flush_interval or a codec change on idle journals (broker.md 7.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from gazette_core.broker.append_api import serve_append
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import GazetteError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.service import Broker
+
+log = logging.getLogger(__name__)
+
+PULSE_INTERVAL_S = 60.0
+
+
+class Pulse:
+    """Pulses the journals this broker leads."""
+
+    def __init__(self, broker: Broker, interval: float = PULSE_INTERVAL_S) -> None:
+        self.broker = broker
+        self.interval = interval
+        self._due: set[str] = set()
+        self._last: dict[str, float] = {}
+        self._wake = asyncio.Event()
+
+    def route_changed(self, journal: str) -> None:
+        """Pulse `journal` soon: its route changed and this broker is its primary."""
+        self._due.add(journal)
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval / 4)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            now = time.monotonic()
+            due = [journal for journal, replica in self.broker.resolver.replicas.items()
+                   if journal in self._due or (
+                       replica.primary and now - self._last.get(journal, 0.0) >= self.interval)]
+            for journal in due:
+                self._due.discard(journal)
+                self._last[journal] = now
+            # Concurrently: one journal waiting on the allocator must not hold up the rest.
+            await asyncio.gather(*(self.pulse(journal) for journal in due))
+
+    async def pulse(self, journal: str) -> pb.AppendResponse | None:
+        """One empty append to `journal`, served here only (never proxied)."""
+        async def requests() -> AsyncIterator[pb.AppendRequest]:
+            yield pb.AppendRequest(journal=journal, do_not_proxy=True,
+                                   suspend=pb.AppendRequest.SUSPEND_NO_RESUME)
+            yield pb.AppendRequest()
+
+        try:
+            return await asyncio.wait_for(serve_append(self.broker, requests()), self.interval)
+        except (GazetteError, TimeoutError) as exc:
+            log.info("pulse of %s failed: %s", journal, exc)
+            return None

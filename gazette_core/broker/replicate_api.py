@@ -1,0 +1,67 @@
+"""The Replicate RPC, replica side: apply a primary's stream to the local spool.
+
+The first message carries the primary's header: we resolve the journal at
+that revision and refuse with WRONG_ROUTE (and our own header) unless our
+Route is equivalent. Then every request is applied to the spool in order;
+proposals with `acknowledge` are answered. Uncommitted content is rolled back
+when the stream ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.route_ext import route_equivalent
+from gazette_core.broker.protocol.validate_ext import validate_replicate_request
+from gazette_core.errors import GazetteError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.service import Broker
+
+
+class ReplicateStreamError(GazetteError):
+    """The primary broke the Replicate protocol."""
+
+
+async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRequest]
+                          ) -> AsyncIterator[pb.ReplicateResponse]:
+    first = await anext(requests, None)
+    if first is None:
+        return
+    validate_replicate_request(first)
+    if not first.HasField("header") or not first.HasField("proposal"):
+        raise ReplicateStreamError("expected Header and Proposal in the first ReplicateRequest")
+    res = await broker.resolver.resolve(first.proposal.journal, require_primary=False,
+                                        may_proxy=False, proxy_header=first.header)
+    if res.status == pb.OK and not route_equivalent(res.route, first.header.route):
+        res.status = pb.WRONG_ROUTE
+    if res.status == pb.OK and res.replica is None:
+        res.status = pb.NOT_JOURNAL_BROKER
+    if res.status != pb.OK:
+        yield pb.ReplicateResponse(status=res.status, header=res.header)
+        return
+    replica = res.replica
+    assert replica is not None
+    task = asyncio.current_task()
+    assert task is not None
+    replica.streams.add(task)
+    async with replica.pipeline_lock:
+        replica.primary = False
+        try:
+            resp = replica.apply(first)
+            resp.header.CopyFrom(res.header)
+            yield resp
+            async for req in requests:
+                validate_replicate_request(req)
+                resp = replica.apply(req)
+                if req.acknowledge:
+                    yield resp
+                elif resp.status != pb.OK:
+                    raise ReplicateStreamError(
+                        f"unacknowledged proposal failed: {pb.Status.Name(resp.status)}")
+        finally:
+            replica.rollback_local()
+            replica.streams.discard(task)
