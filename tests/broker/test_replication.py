@@ -52,6 +52,17 @@ async def route_with(stub: pb_grpc.JournalStub, journal: str, members: int) -> p
     raise AssertionError(f"{journal} never had {members} members and a primary")
 
 
+async def settled_route(cluster: Cluster, journal: str, members: int) -> pb.Route:
+    """The journal's route once every broker of the cluster has observed it.
+
+    A broker's view trails Etcd by its watch latency, so a request sent to one
+    that hasn't caught up yet rightly answers JOURNAL_NOT_FOUND.
+    """
+    routes = [await route_with(stub, journal, members) for stub in cluster.stubs]
+    assert all(r == routes[0] for r in routes), routes
+    return routes[0]
+
+
 async def content(stub: pb_grpc.JournalStub, journal: str,
                   served_by: pb.ProcessSpec.ID | None = None) -> bytes:
     """The journal's content to its write head; `served_by` checks who answered."""
@@ -66,7 +77,7 @@ async def test_replicated_append_is_readable_at_every_replica(cluster: Cluster) 
     stub = cluster.stubs[0]
     await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
         upsert=journal_spec("rep/three", replication=3))]))
-    route = await route_with(stub, "rep/three", 3)
+    route = await settled_route(cluster, "rep/three", 3)
     primary = route.members[route.primary]
     for i in range(3):  # through every broker: two of them proxy to the primary
         resp = await append(cluster.stubs[i], "rep/three", f"from {i}\n".encode())
@@ -80,10 +91,10 @@ async def test_non_member_proxies_reads_and_fragment_listing(cluster: Cluster) -
     stub = cluster.stubs[0]
     await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
         upsert=journal_spec("rep/one", replication=1))]))
-    route = await route_with(stub, "rep/one", 1)
+    route = await settled_route(cluster, "rep/one", 1)
     outsider = next(i for i, b in enumerate(cluster.brokers)
                     if b.process_id != route.members[0])
-    await append(cluster.stubs[outsider], "rep/one", b"hello\n")
+    assert (await append(cluster.stubs[outsider], "rep/one", b"hello\n")).status == pb.OK
     assert await content(cluster.stubs[outsider], "rep/one") == b"hello\n"
     frags = await cluster.stubs[outsider].ListFragments(pb.FragmentsRequest(journal="rep/one"))
     assert (frags.status, [(f.spec.begin, f.spec.end) for f in frags.fragments]) == (
@@ -104,9 +115,9 @@ async def test_primary_leaving_fails_over_without_losing_content(cluster: Cluste
     stub = cluster.stubs[0]
     await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
         upsert=journal_spec("rep/fail", replication=2))]))
-    route = await route_with(stub, "rep/fail", 2)
+    route = await settled_route(cluster, "rep/fail", 2)
     for n in range(5):
-        await append(stub, "rep/fail", f"before {n}\n".encode())
+        assert (await append(stub, "rep/fail", f"before {n}\n".encode())).status == pb.OK
     primary = route.members[route.primary]
     index = [b.process_id for b in cluster.brokers].index(primary)
     await cluster.brokers[index].stop(drain_timeout=0)  # gone at once: lease revoked
