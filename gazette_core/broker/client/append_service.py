@@ -10,6 +10,9 @@ Two ways to write: `write()` returns a future per record resolving to that
 record's own span; `enqueue()` is the high-rate path, as in Gazette's Go
 client: records share their batch's `AsyncAppend` (one future per batch),
 so a record costs only a buffer append.
+
+Constructed with a Router instead of a stub, each batch goes straight to the
+journal's primary once a response has revealed it (see `routing`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+    from gazette_core.broker.client.routing import JournalClient
 
 MAX_BATCH_BYTES = 1024 * 1024
 
@@ -97,11 +100,14 @@ def _fail(batch: _Batch, exc: BaseException) -> None:
 
 
 class AppendService:
-    """Batching, pipelined appends of records to many journals."""
+    """Batching, pipelined appends of records to many journals.
+
+    `stub` is a broker's stub, or a Router to append directly at primaries.
+    """
 
     def __init__(
         self,
-        stub: JournalAsyncStub,
+        stub: JournalClient,
         max_batch_bytes: int = MAX_BATCH_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 import grpc
 
 from gazette_core.broker.client.backoff import Backoff
+from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import AppendError, GazetteError
 
 if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+    from gazette_core.broker.client.routing import JournalClient
 
 # Per-message cost dominates gRPC throughput, so content travels in large
 # chunks, yet below the sizes where allocator churn sets in.
@@ -102,7 +103,7 @@ async def _send(call: grpc.aio.StreamUnaryCall, first: pb.AppendRequest, data: C
 
 
 async def append(
-    stub: JournalAsyncStub,
+    stub: JournalClient,
     journal: str,
     data: Content,
     *,
@@ -115,29 +116,36 @@ async def append(
 ) -> pb.AppendResponse:
     """Append `data` to `journal` atomically and return the broker's response.
 
+    `stub` is a broker's stub, or a Router that sends the append straight to
+    the journal's primary and learns from the response header.
+
     Raises AppendError (a StatusError carrying `.response`) on a non-OK
     status, UnavailableError or RPCError when the RPC itself fails.
     """
     first = _first_request(
         journal, offset, check_registers, union_registers, subtract_registers, suspend
     )
-    call = stub.Append(timeout=timeout)
+    target = target_for(stub, journal, primary=True)
+    call = target.stub.Append(timeout=timeout)
     try:
         await _send(call, first, data)
         resp: pb.AppendResponse = await call
     except grpc.aio.AioRpcError as err:
-        raise from_rpc_error(err, f"Append to {journal!r}") from err
+        failure = from_rpc_error(err, f"Append to {journal!r}")
+        target.failed(failure)
+        raise failure from err
     except BaseException:
         # Aborting without the commit message makes the broker roll back.
         call.cancel()
         raise
+    target.answered(resp.status, resp.header)
     if resp.status != pb.OK:
         raise AppendError(resp, journal)
     return resp
 
 
 async def append_retrying(
-    stub: JournalAsyncStub,
+    stub: JournalClient,
     journal: str,
     data: bytes,
     *,
@@ -148,7 +156,8 @@ async def append_retrying(
 
     Safe because brokers answer those statuses before accepting any content,
     and a failed RPC commits nothing. Gives up with the last error after
-    `deadline` seconds.
+    `deadline` seconds. Through a Router, a retry after a failure at the
+    routed broker goes to the default broker, which knows the current route.
     """
     backoff = Backoff()
     loop = asyncio.get_running_loop()

@@ -5,6 +5,12 @@ write_head, fragment) with content responses (offset and content only).
 Iteration yields just the content; the latest metadata stays available as
 `.response`. Offset jumps (content pruned from the index, or offset -1
 resolving to the write head) are followed and counted rather than failed.
+
+Given a Router instead of a stub, the read goes straight to a member of the
+journal's route. The request's `do_not_proxy` is left as the caller set it
+(normally False): should the remembered route be stale, the broker reached
+then forwards the read to a current member instead of refusing it, and the
+header of its answer puts the router right for the next call.
 """
 
 from __future__ import annotations
@@ -13,25 +19,29 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from gazette_core.broker.client.routing import Target, target_for
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, OffsetNotYetAvailable, StatusError
 
 if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+    from gazette_core.broker.client.routing import JournalClient
 
 
 class Reader:
     """Iterate the content of one Read RPC as `bytes` chunks.
 
+    `stub` is a broker's stub or a Router (see the module docstring).
     `timeout` bounds the whole RPC; blocking reads usually leave it unset
     and are ended with `close()` or by cancelling the iterating task.
+    `.target` tells where the RPC went once it is open.
     """
 
     def __init__(
-        self, stub: JournalAsyncStub, request: pb.ReadRequest, timeout: float | None = None
+        self, stub: JournalClient, request: pb.ReadRequest, timeout: float | None = None
     ) -> None:
         self._stub = stub
+        self.target: Target | None = None
         self.request = pb.ReadRequest()
         self.request.CopyFrom(request)
         self._timeout = timeout
@@ -51,12 +61,16 @@ class Reader:
 
     async def __anext__(self) -> bytes:
         if self._call is None:
-            self._call = self._stub.Read(self.request, timeout=self._timeout)
+            self.target = target_for(self._stub, self.request.journal, primary=False)
+            self._call = self.target.stub.Read(self.request, timeout=self._timeout)
         while True:
             try:
                 resp = await self._call.read()
             except grpc.aio.AioRpcError as err:
-                raise from_rpc_error(err, f"Read of {self.request.journal!r}") from err
+                failure = from_rpc_error(err, f"Read of {self.request.journal!r}")
+                if self.target is not None:
+                    self.target.failed(failure)
+                raise failure from err
             if resp is grpc.aio.EOF:
                 raise StopAsyncIteration
             if resp.content:
@@ -75,8 +89,11 @@ class Reader:
 
     def _on_metadata(self, resp: pb.ReadResponse) -> None:
         self.response = resp
-        if resp.HasField("header"):
-            self.header = resp.header
+        header = resp.header if resp.HasField("header") else None
+        if header is not None:
+            self.header = header
+        if self.target is not None:
+            self.target.answered(resp.status, header)
         journal = self.request.journal
         if resp.status == pb.OFFSET_NOT_YET_AVAILABLE:
             self._advance(resp.offset)

@@ -4,6 +4,11 @@ It runs a chain of Readers, each resuming at the offset the previous one
 reached, so content is neither lost nor repeated across reconnects. A
 non-blocking read ends cleanly at the write head, which is how a one-shot
 `gazctl journals read` knows it is done.
+
+Given a Router, each Reader of the chain is dispatched afresh: the first to
+a member of the remembered route, and after a failure there (which makes the
+router forget the route) to the default broker. `do_not_proxy` stays as the
+caller set it, so a stale route still reaches the content through a proxy.
 """
 
 from __future__ import annotations
@@ -16,18 +21,19 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, OffsetNotYetAvailable
 
 if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+    from gazette_core.broker.client.routing import JournalClient
 
 
 class RetryReader:
     """Iterate a journal's content as `bytes`, reconnecting on retriable failures.
 
+    `stub` is a broker's stub or a Router (see the module docstring).
     `.offset`, `.response` (latest metadata), `.header` and `.skipped`
     (bytes passed over by offset jumps) describe the read so far.
     """
 
     def __init__(
-        self, stub: JournalAsyncStub, request: pb.ReadRequest, backoff: Backoff | None = None
+        self, stub: JournalClient, request: pb.ReadRequest, backoff: Backoff | None = None
     ) -> None:
         self._stub = stub
         self.request = pb.ReadRequest()
@@ -116,7 +122,7 @@ class RetryReader:
         self.close()
 
 
-async def read_all(stub: JournalAsyncStub, journal: str, offset: int = 0) -> bytes:
+async def read_all(stub: JournalClient, journal: str, offset: int = 0) -> bytes:
     """The journal's content from `offset` up to its current write head."""
     content = bytearray()
     async with RetryReader(stub, pb.ReadRequest(journal=journal, offset=offset)) as reader:

@@ -1,4 +1,4 @@
-"""Fixtures: a fake broker on 127.0.0.1:0 and a Journal stub connected to it."""
+"""Fixtures: fake brokers on 127.0.0.1:0 and a Journal stub connected to the first."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def broker() -> AsyncIterator[FakeBroker]:
+    fake = FakeBroker()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def peer() -> AsyncIterator[FakeBroker]:
+    """A second fake broker, for calls routed away from the first."""
     fake = FakeBroker()
     await fake.start()
     yield fake

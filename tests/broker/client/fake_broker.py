@@ -72,6 +72,9 @@ class FakeBroker(pb_grpc.JournalServicer):
         self.apply_status: pb.Status.ValueType = pb.OK
         self.fragments_requests: list[pb.FragmentsRequest] = []
         self.fragments: list[pb.FragmentsResponse._Fragment] = []
+        # The Route and Etcd revision announced in Append and Read headers.
+        self.route = pb.Route(primary=-1)
+        self.revision = 1
         self._changed = asyncio.Condition()
         self._server: grpc.aio.Server | None = None
         self.address = ""
@@ -86,6 +89,11 @@ class FakeBroker(pb_grpc.JournalServicer):
     async def stop(self) -> None:
         if self._server is not None:
             await self._server.stop(None)
+
+    def journal_header(self) -> pb.Header:
+        resp = header(self.revision)
+        resp.route.CopyFrom(self.route)
+        return resp
 
     def add_journal(self, name: str, content: bytes = b"", **kwargs: int) -> FakeJournal:
         journal = self.journals[name] = FakeJournal(bytearray(content), **kwargs)
@@ -112,7 +120,8 @@ class FakeBroker(pb_grpc.JournalServicer):
             messages.append(req)
             if len(messages) == 1:
                 if self.append_statuses:
-                    return pb.AppendResponse(status=self.append_statuses.pop(0), header=header())
+                    status = self.append_statuses.pop(0)
+                    return pb.AppendResponse(status=status, header=self.journal_header())
             elif intent:
                 await context.abort(grpc.StatusCode.UNKNOWN, "expected EOF after empty chunk")
             elif req.journal:
@@ -127,9 +136,9 @@ class FakeBroker(pb_grpc.JournalServicer):
     async def _commit_append(self, first: pb.AppendRequest, content: bytes) -> pb.AppendResponse:
         journal = self.journals.get(first.journal)
         if journal is None:
-            return pb.AppendResponse(status=pb.JOURNAL_NOT_FOUND, header=header())
+            return pb.AppendResponse(status=pb.JOURNAL_NOT_FOUND, header=self.journal_header())
         if first.offset and first.offset != len(journal.content):
-            return pb.AppendResponse(status=pb.WRONG_APPEND_OFFSET, header=header())
+            return pb.AppendResponse(status=pb.WRONG_APPEND_OFFSET, header=self.journal_header())
         begin, end = await self.commit(first.journal, content)
         commit = pb.Fragment(
             journal=first.journal,
@@ -140,7 +149,7 @@ class FakeBroker(pb_grpc.JournalServicer):
         )
         chunks = sum(1 for _ in range(0, len(content), 1 << 17))
         return pb.AppendResponse(
-            status=pb.OK, header=header(), commit=commit, registers=pb.LabelSet(),
+            status=pb.OK, header=self.journal_header(), commit=commit, registers=pb.LabelSet(),
             total_chunks=chunks,
         )
 
@@ -154,7 +163,7 @@ class FakeBroker(pb_grpc.JournalServicer):
         self.read_aborts -= abort
         journal = self.journals.get(request.journal)
         if journal is None:
-            yield pb.ReadResponse(status=pb.JOURNAL_NOT_FOUND, header=header())
+            yield pb.ReadResponse(status=pb.JOURNAL_NOT_FOUND, header=self.journal_header())
             return
         offset, first, sent = request.offset, True, 0
         while True:
@@ -195,13 +204,12 @@ class FakeBroker(pb_grpc.JournalServicer):
     def _content(journal: FakeJournal, offset: int, n: int) -> pb.ReadResponse:
         return pb.ReadResponse(offset=offset, content=bytes(journal.content[offset : offset + n]))
 
-    @staticmethod
     def _metadata(
-        status: int, offset: int, head: int, frag: pb.Fragment | None, first: bool
+        self, status: int, offset: int, head: int, frag: pb.Fragment | None, first: bool
     ) -> pb.ReadResponse:
         return pb.ReadResponse(
             status=status,  # type: ignore[arg-type]
-            header=header() if first else None,
+            header=self.journal_header() if first else None,
             offset=offset,
             write_head=head,
             fragment=frag,
