@@ -2,8 +2,9 @@
 
 Order follows broker.md 2.2: resolve as primary (proxying the whole stream
 to the primary when that is another broker), take the journal's pipeline,
-synchronise it, check preconditions, maybe roll, then stream and commit
-(`append_stream`).
+synchronise it, check preconditions, maybe roll, then stream and send the
+commit (`append_stream`). The pipeline is released before the commit's
+acknowledgements are read, so the next append streams meanwhile.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gazette_core.broker.append_stream import (
     AppendStreamError,
+    PendingCommit,
     may_write,
     next_request,
     stream_and_commit,
@@ -47,26 +49,55 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
             return pb.AppendResponse(status=res.status, header=res.header)
         if res.header.process_id != broker.process_id:
             return await proxy_append(broker, res, first, requests)
-        replica = res.replica
-        assert replica is not None  # resolve_for_append guarantees a local primary
+        outcome = await _append_as_primary(broker, res, first, requests)
+        if isinstance(outcome, pb.AppendResponse):
+            return outcome
+        if outcome is not None:
+            return await _await_commit(*outcome)
+
+
+async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRequest,
+                             requests: AsyncIterator[pb.AppendRequest]
+                             ) -> pb.AppendResponse | tuple[Pipeline, PendingCommit] | None:
+    """Stream the append through the journal's pipeline, holding it until the commit is sent.
+
+    None means resolve again: a peer knew a newer route, or the route has
+    more members than desired and the allocator is shrinking it.
+    """
+    replica = res.replica
+    assert replica is not None  # resolve_for_append guarantees a local primary
+    async with replica.pipeline_lock:
+        await replica.index.wait_first_refresh()
+        pipeline = await broker.sync_pipeline(replica, res)
+        if pipeline is None:
+            return None
+        if not broker.oversized(res):
+            try:
+                outcome = await _append_locked(pipeline, res, first, requests)
+            except PipelineError:
+                await replica.close_pipeline()  # the next append builds a new one
+                raise
+            return outcome if isinstance(outcome, pb.AppendResponse) else (pipeline, outcome)
+    # The route was synced and advertised above; now let the allocator shrink it.
+    await broker.keyspace.wait_for_change(res.header.etcd.revision)
+    return None
+
+
+async def _await_commit(pipeline: Pipeline, pending: PendingCommit) -> pb.AppendResponse:
+    """The append's response once its commit is acknowledged, outside the pipeline lock."""
+    try:
+        return await pending.finish(pipeline)
+    except PipelineError:
+        replica = pipeline.replica
         async with replica.pipeline_lock:
-            await replica.index.wait_first_refresh()
-            pipeline = await broker.sync_pipeline(replica, res)
-            if pipeline is None:
-                continue  # a peer knows a newer route: resolve again
-            oversized = broker.oversized(res)
-            if not oversized:
-                try:
-                    return await _append_locked(pipeline, res, first, requests)
-                except PipelineError:
-                    await replica.close_pipeline()  # the next append builds a new one
-                    raise
-        # The route was synced and advertised above; now let the allocator shrink it.
-        await broker.keyspace.wait_for_change(res.header.etcd.revision)
+            if replica.pipeline is pipeline:
+                await replica.close_pipeline()
+        raise
 
 
 async def _append_locked(pln: Pipeline, res: Resolution, first: pb.AppendRequest,
-                         requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendResponse:
+                         requests: AsyncIterator[pb.AppendRequest]
+                         ) -> pb.AppendResponse | PendingCommit:
     refusal = await _check_preconditions(pln, res, first)
     if refusal is not None:
         return refusal

@@ -2,8 +2,9 @@
 
 Content chunks become uncommitted spool content at every replica; the commit
 proposal makes them visible. Whatever else ends the stream (EOF without the
-commit message, a protocol violation, a stalled or cancelled client, a
-failed peer) drops the uncommitted content everywhere.
+commit message, a protocol violation, a stalled or cancelled client) drops
+the uncommitted content everywhere by re-proposing the committed fragment; a
+failed peer aborts the whole pipeline instead.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
-from gazette_core.broker.pipeline import Pipeline
+from gazette_core.broker.pipeline import Acknowledgement, Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
 from gazette_core.broker.protocol.labels_ext import subtract_label_sets, union_label_sets
@@ -46,30 +48,47 @@ async def next_request(requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRe
         return None
 
 
+@dataclass
+class PendingCommit:
+    """An append whose commit proposal was sent: its response, once peers acknowledge."""
+
+    ack: Acknowledgement
+    response: pb.AppendResponse
+
+    async def finish(self, pln: Pipeline) -> pb.AppendResponse:
+        """The response, after every replica acknowledged the commit."""
+        pln.require_ok(await self.ack.responses(), "commit")
+        return self.response
+
+
 async def stream_and_commit(pln: Pipeline, res: Resolution, first: pb.AppendRequest,
-                            requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendResponse:
-    """Replicate the content, then commit it; anything short of a commit is rolled back."""
+                            requests: AsyncIterator[pb.AppendRequest]
+                            ) -> pb.AppendResponse | PendingCommit:
+    """Replicate the content and send its commit; anything short of that is rolled back.
+
+    The caller may release the pipeline once this returns a PendingCommit,
+    and awaits its acknowledgements outside of it.
+    """
     spool = pln.replica.spool
     begin = spool.fragment.end
     digest = hashlib.sha1()
-    committed = False
+    ack: Acknowledgement | None = None
     try:
         outcome = await _stream_content(pln, first, requests, digest)
         if isinstance(outcome, pb.AppendResponse):
             outcome.header.CopyFrom(res.header)
             return outcome
         registers = _next_registers(pln, first)
-        responses = await pln.propose(spool.proposal_with_delta(), registers)
-        pln.require_ok(responses, "commit")
-        committed = True
+        ack = await pln.send_proposal(spool.proposal_with_delta(), registers)
     finally:
-        if not committed:
-            pln.abort()
+        if ack is None and (spool.delta or pln.broken):
+            await pln.roll_back()
     commit = pb.Fragment(journal=pln.replica.journal, begin=begin, end=spool.fragment.end,
                          sum=sha1_to_sum(digest.digest()),
                          compression_codec=spool.fragment.compression_codec)
-    return pb.AppendResponse(status=pb.OK, header=res.header, commit=commit,
-                             registers=spool.registers, total_chunks=outcome)
+    return PendingCommit(ack, pb.AppendResponse(
+        status=pb.OK, header=res.header, commit=commit, registers=spool.registers,
+        total_chunks=outcome))
 
 
 async def _stream_content(pln: Pipeline, first: pb.AppendRequest,

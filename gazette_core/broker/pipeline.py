@@ -2,15 +2,22 @@
 
 Every request is applied to the local spool and written to each peer, in the
 same order, so all replicas run the same spool state machine (broker.md 4.5).
-Proposals sent with `acknowledge` are answered by each peer exactly once;
-`gather()` reads those answers. A pipeline is bound to one Route: when the
-route changes, the primary closes it and opens a new one.
+Proposals sent with `acknowledge` are answered by each peer exactly once.
+Appends are pipelined (broker.md 2.2 step 10): an append sends its commit
+proposal while holding the journal's pipeline, releases it so the next append
+can stream, then awaits its `Acknowledgement`. Answers arrive in proposal
+order, so whoever waits reads the oldest unanswered proposal's answers,
+handing them to their owner, until its own have come. A pipeline is bound
+to one Route: when the route changes, the primary closes it and opens a new
+one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -60,6 +67,9 @@ class Pipeline:
         self._stub_for = stub_for
         self.peers: list[_Peer] = []
         self.broken: BaseException | None = None
+        # Acknowledged proposals sent whose answers are not read yet, oldest first.
+        self._unanswered: deque[Acknowledgement] = deque()
+        self._reading = asyncio.Lock()
 
     def open(self) -> None:
         """Open a Replicate stream to every member but the primary."""
@@ -135,12 +145,67 @@ class Pipeline:
         for task in tasks:
             task.add_done_callback(_retrieve)
 
+    async def send_proposal(self, proposal: pb.Fragment, registers: pb.LabelSet,
+                            opening: bool = False) -> Acknowledgement:
+        """Scatter an acknowledged proposal and take the next turn to read its answers."""
+        req = pb.ReplicateRequest(proposal=proposal, registers=registers, acknowledge=True)
+        ack = Acknowledgement(self, await self.scatter(req, opening))
+        self._unanswered.append(ack)
+        return ack
+
+    @property
+    def reading(self) -> bool:
+        """Whether a waiter is reading peer answers right now."""
+        return self._reading.locked()
+
+    async def read_next(self) -> None:
+        """Read the oldest unanswered proposal's answers and hand them to it.
+
+        On any failure every unanswered proposal fails with the same error:
+        the streams are broken, no later answer can be trusted.
+        """
+        ack = self._unanswered[0]
+        try:
+            if self.broken is not None:
+                raise PipelineError(str(self.broken))
+            peers = await self.gather()
+        except BaseException as exc:
+            err = exc if isinstance(exc, PipelineError) else PipelineError(
+                f"replication pipeline of {self.replica.journal}: {exc!r}")
+            if isinstance(exc, asyncio.CancelledError):
+                err = self._fail("cancelled while reading acknowledgements")
+            for pending in self._unanswered:
+                pending.fail(err)
+            self._unanswered.clear()
+            raise
+        self._unanswered.popleft()
+        ack.answer.set_result([ack.local, *peers])
+
     async def propose(self, proposal: pb.Fragment, registers: pb.LabelSet,
                       opening: bool = False) -> list[pb.ReplicateResponse]:
         """Scatter an acknowledged proposal; every replica's answer, the local one first."""
-        req = pb.ReplicateRequest(proposal=proposal, registers=registers, acknowledge=True)
-        local = await self.scatter(req, opening)
-        return [local, *await self.gather()] if self.peers else [local]
+        ack = await self.send_proposal(proposal, registers, opening)
+        return await ack.responses()
+
+    async def roll_back(self) -> None:
+        """Drop uncommitted content at every replica by re-proposing the committed fragment.
+
+        Earlier appends whose acknowledgements are still in flight are
+        unaffected. When that isn't possible (a peer already failed, or the
+        rollback itself fails or is cancelled) the pipeline is aborted instead.
+        """
+        spool = self.replica.spool
+        try:
+            if self.broken is None:
+                ack = await self.send_proposal(spool.fragment, spool.registers)
+                self.require_ok(await ack.responses(), "rollback")
+                return
+        except PipelineError:
+            pass
+        except BaseException:
+            self.abort()
+            raise
+        self.abort()
 
     async def roll(self, offset: int, codec: int) -> None:
         """Roll every replica to an empty fragment at `offset` with `codec`."""
@@ -167,16 +232,20 @@ class Pipeline:
         return err
 
     async def close(self) -> None:
-        """Roll back uncommitted content, half-close every stream and drain it.
+        """Let in-flight acknowledgements be read, then roll back, half-close and drain.
 
         Streams are drained together. Any not ended within CLOSE_TIMEOUT_S, or
         when the caller is cancelled meanwhile, are cancelled: a stream left
         open keeps its replica's spool locked, stalling every later pipeline.
         """
         self.replica.rollback_local()
-        peers, self.peers = self.peers, []
-        tasks = [asyncio.ensure_future(_drain(p.call)) for p in peers]
+        peers, tasks = self.peers, []
         try:
+            if self._unanswered:
+                with contextlib.suppress(PipelineError, TimeoutError):
+                    await asyncio.wait_for(self._unanswered[-1].responses(), CLOSE_TIMEOUT_S)
+            self.peers = []
+            tasks = [asyncio.ensure_future(_drain(p.call)) for p in peers]
             if tasks:
                 await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
         finally:
@@ -184,6 +253,34 @@ class Pipeline:
                 peer.call.cancel()  # a no-op for streams that ended
             for task in tasks:
                 task.add_done_callback(_retrieve)
+
+
+class Acknowledgement:
+    """A sent proposal awaiting every peer's answer."""
+
+    def __init__(self, pipeline: Pipeline, local: pb.ReplicateResponse) -> None:
+        self._pipeline = pipeline
+        self.local = local
+        self.answer: asyncio.Future[list[pb.ReplicateResponse]] = (
+            asyncio.get_running_loop().create_future())
+
+    async def responses(self) -> list[pb.ReplicateResponse]:
+        """Every replica's answer to the proposal, the local one first.
+
+        Answers to earlier proposals are read first, by whichever waiter gets
+        there. Giving up (cancellation) while reading breaks the pipeline.
+        """
+        pln = self._pipeline
+        while not self.answer.done():
+            async with pln._reading:
+                if not self.answer.done():
+                    await pln.read_next()
+        return self.answer.result()
+
+    def fail(self, err: PipelineError) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(err)
+            self.answer.exception()  # its owner may have gone: don't log it as unretrieved
 
 
 async def _drain(call: Any) -> None:

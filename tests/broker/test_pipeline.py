@@ -12,10 +12,10 @@ replica's spool.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import pytest
@@ -51,12 +51,22 @@ class SilentPeer:
         yield pb.ReplicateResponse()
 
 
+class Peer(Protocol):
+    endpoint: str
+
+    def replicate(self, requests: AsyncIterator[pb.ReplicateRequest],
+                  context: grpc.aio.ServicerContext[Any, Any]
+                  ) -> AsyncIterator[pb.ReplicateResponse]: ...
+
+
+P = TypeVar("P", bound=Peer)
+
+
 @asynccontextmanager
-async def silent_peers(count: int) -> AsyncIterator[list[SilentPeer]]:
+async def serving(peers: list[P]) -> AsyncIterator[list[P]]:
+    """Each peer's Replicate handler served on its own loopback port."""
     async with AsyncExitStack() as stack:
-        peers = []
-        for _ in range(count):
-            peer = SilentPeer()
+        for peer in peers:
             server = grpc.aio.server()
             server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
                 "protocol.Journal", {"Replicate": grpc.stream_stream_rpc_method_handler(
@@ -65,11 +75,14 @@ async def silent_peers(count: int) -> AsyncIterator[list[SilentPeer]]:
             peer.endpoint = f"http://127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
             await server.start()
             stack.push_async_callback(server.stop, None)
-            peers.append(peer)
         yield peers
 
 
-def pipeline_to(peers: list[SilentPeer], tmp_path: Path, **kwargs: Any) -> Pipeline:
+def silent_peers(count: int) -> AbstractAsyncContextManager[list[SilentPeer]]:
+    return serving([SilentPeer() for _ in range(count)])
+
+
+def pipeline_to(peers: Sequence[Peer], tmp_path: Path, **kwargs: Any) -> Pipeline:
     """An opened pipeline of a primary (route member 0) to `peers`."""
     spec = journal_spec(JOURNAL, replication=len(peers) + 1)
     item = KeyValue(f"/root/items/{JOURNAL}", spec.SerializeToString(), spec, 1, 1, 1, 0)

@@ -132,3 +132,31 @@ async def test_primary_leaving_fails_over_without_losing_content(cluster: Cluste
         # primary persisted on its way out is listed.
         got = await content_through(cluster.stub_of(member), "rep/fail", len(expected))
         assert got == expected
+
+
+
+async def test_concurrent_appends_commit_whole_disjoint_and_identically_everywhere(
+        cluster: Cluster) -> None:
+    """Many appends in flight at once (their acknowledgements are pipelined)."""
+    await cluster.stubs[0].Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
+        upsert=journal_spec("rep/concurrent", replication=3))]))
+    route = await settled_route(cluster, "rep/concurrent", 3)
+    primary = cluster.stub_of(route.members[route.primary])
+
+    async def writer(w: int) -> list[tuple[int, int, bytes]]:
+        out = []
+        for n in range(10):
+            record = f"writer {w} record {n}\n".encode() * (w + 1)
+            resp = await append(primary, "rep/concurrent", record)
+            assert resp.status == pb.OK, resp
+            out.append((resp.commit.begin, resp.commit.end, record))
+        return out
+
+    commits = sorted(c for batch in await asyncio.gather(*(writer(w) for w in range(8)))
+                     for c in batch)
+    assert [begin for begin, _, _ in commits] == [0] + [end for _, end, _ in commits[:-1]]
+    expected = b"".join(record for _, _, record in commits)
+    assert all(end - begin == len(record) for begin, end, record in commits)
+    for member in route.members:
+        assert await content_through(cluster.stub_of(member), "rep/concurrent",
+                                     len(expected)) == expected
