@@ -28,13 +28,13 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
     from gazette_core.broker.replica import Replica
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+REPLICATE_METHOD = "/protocol.Journal/Replicate"
 # A peer that answers nothing for this long is considered broken.
 ACK_TIMEOUT_S = 30.0
 # How long closing waits for peers to acknowledge the end of their streams.
@@ -57,14 +57,14 @@ class Pipeline:
     """Replication streams from this primary to the other members of `route`."""
 
     def __init__(self, replica: Replica, header: pb.Header,
-                 stub_for: Callable[[str], JournalAsyncStub],
+                 dial: Callable[[str], grpc.aio.Channel],
                  ack_timeout: float = ACK_TIMEOUT_S) -> None:
         self.replica = replica
         self.ack_timeout = ack_timeout
         self.header = pb.Header()
         self.header.CopyFrom(header)
         self.route = self.header.route
-        self._stub_for = stub_for
+        self._dial = dial
         self.peers: list[_Peer] = []
         self.broken: BaseException | None = None
         # Acknowledged proposals sent whose answers are not read yet, oldest first.
@@ -79,7 +79,11 @@ class Pipeline:
             endpoint = self.route.endpoints[index] if index < len(self.route.endpoints) else ""
             if not endpoint:
                 raise PipelineError(f"no endpoint for route member {member.zone}#{member.suffix}")
-            self.peers.append(_Peer(member, self._stub_for(endpoint).Replicate()))
+            # Requests go out pre-serialized: content is encoded once for all peers.
+            replicate = self._dial(endpoint).stream_stream(
+                REPLICATE_METHOD, request_serializer=None,
+                response_deserializer=pb.ReplicateResponse.FromString)
+            self.peers.append(_Peer(member, replicate()))
 
     def first_request(self, peer: _Peer, req: pb.ReplicateRequest) -> pb.ReplicateRequest:
         """`req` as the opening message to `peer`: with our header, addressed to it."""
@@ -94,8 +98,11 @@ class Pipeline:
                       ) -> pb.ReplicateResponse:
         """Apply `req` locally and send it to every peer; returns the local response."""
         local = self.replica.apply(req)
-        await self._all_peers([p.call.write(self.first_request(p, req) if opening else req)
-                               for p in self.peers], "sending to peers")
+        if self.peers:
+            data = req.SerializeToString()
+            await self._all_peers(
+                [p.call.write(self.first_request(p, req).SerializeToString() if opening else data)
+                 for p in self.peers], "sending to peers")
         return local
 
     async def gather(self) -> list[pb.ReplicateResponse]:

@@ -20,7 +20,7 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
-from gazette_core.broker.client.channel import journal_stub
+from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.pipeline import Pipeline
@@ -255,7 +255,7 @@ class Broker:
 
     async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
         replica.primary = True
-        pipeline = Pipeline(replica, res.header, self.peer_stub)
+        pipeline = Pipeline(replica, res.header, dial)
         replica.pipeline = pipeline
         codec = replica.spec.fragment.compression_codec
         try:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 import pytest
 
-from gazette_core.broker.client.channel import journal_stub
+from gazette_core.broker.client.channel import dial
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.pipeline import ACK_TIMEOUT_S, Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -92,7 +92,7 @@ def pipeline_to(peers: Sequence[Peer], tmp_path: Path, **kwargs: Any) -> Pipelin
         route.members.add(zone="local", suffix=f"broker-{i}")
     header = pb.Header(process_id=route.members[0], route=route,
                        etcd=pb.Header.Etcd(cluster_id=1, member_id=1, revision=1, raft_term=1))
-    pipeline = Pipeline(replica, header, journal_stub, **kwargs)
+    pipeline = Pipeline(replica, header, dial, **kwargs)
     pipeline.open()
     return pipeline
 
