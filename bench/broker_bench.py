@@ -8,13 +8,14 @@ import time
 
 from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.appender import append
+from gazette_core.broker.client.routing import JournalClient
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 
 APPEND_CHUNK = 64 * 1024
 
 
-async def append_throughput(stub: pb_grpc.JournalStub, journal: str, per_append: int,
+async def append_throughput(stub: JournalClient, journal: str, per_append: int,
                             appends: int, runs: int) -> float:
     """Median MB/s of back-to-back atomic appends of `per_append` bytes in 64 KiB chunks."""
     chunk = bytes(APPEND_CHUNK)
@@ -39,7 +40,7 @@ async def read_throughput(stub: pb_grpc.JournalStub, journal: str, runs: int) ->
     return statistics.median(rates)
 
 
-async def append_latency(stub: pb_grpc.JournalStub, journal: str, count: int
+async def append_latency(stub: JournalClient, journal: str, count: int
                          ) -> tuple[float, float]:
     """(p50, p99) milliseconds of sequential 1 KiB appends."""
     record = bytes(1024)
