@@ -3,6 +3,11 @@
 Every component with a `start()`/`stop()` pair (KeySpace, Allocator,
 Announcement, Replica, ...) keeps its loop in a `BackgroundTask`, so stopping
 is one well-behaved call that waits for the loop to unwind.
+
+Timeouts in such loops use `asyncio.timeout()`, never `asyncio.wait_for()`:
+on Python 3.11, `wait_for` swallows a cancellation that arrives just as its
+awaitable completes, so a loop being stopped would carry on (and its
+`stop()` would wait for ever).
 """
 
 from __future__ import annotations

@@ -250,7 +250,8 @@ class Pipeline:
         try:
             if self._unanswered:
                 with contextlib.suppress(PipelineError, TimeoutError):
-                    await asyncio.wait_for(self._unanswered[-1].responses(), CLOSE_TIMEOUT_S)
+                    async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                        await self._unanswered[-1].responses()
             self.peers = []
             tasks = [asyncio.ensure_future(_drain(p.call)) for p in peers]
             if tasks:

@@ -9,6 +9,7 @@ rolls due to flush_interval or a codec change on idle journals (broker.md 7.2).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -43,10 +44,9 @@ class Pulse:
 
     async def run(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.interval / 4)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval / 4):
+                    await self._wake.wait()
             self._wake.clear()
             now = time.monotonic()
             due = [journal for journal, replica in self.broker.resolver.replicas.items()
@@ -66,7 +66,8 @@ class Pulse:
             yield pb.AppendRequest()
 
         try:
-            return await asyncio.wait_for(serve_append(self.broker, requests()), self.interval)
+            async with asyncio.timeout(self.interval):
+                return await serve_append(self.broker, requests())
         except (GazetteError, TimeoutError) as exc:
             log.info("pulse of %s failed: %s", journal, exc)
             return None

@@ -168,8 +168,9 @@ class Replica:
                 log.warning("fragment listing failed", extra={"journal": self.journal,
                                                               "error": str(exc)})
                 delay = min(delay, RETRY_REFRESH_S)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._refresh_now.wait(), delay)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._refresh_now.wait()
             self._refresh_now.clear()
 
     def flush_due(self, now: float | None = None) -> bool:

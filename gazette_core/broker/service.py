@@ -92,7 +92,8 @@ class Broker:
         self.etcd = await etcd_util.connect(self.config.etcd_address)
         self.keyspace = KeySpace(self.etcd, self.root, broker_decoder(self.root))
         try:
-            await asyncio.wait_for(self.keyspace.load(), ETCD_CONNECT_TIMEOUT_S)
+            async with asyncio.timeout(ETCD_CONNECT_TIMEOUT_S):
+                await self.keyspace.load()
         except (TimeoutError, rpc.AioRpcError, aetcd.ClientError) as exc:
             await self.etcd.close()
             detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
@@ -188,7 +189,8 @@ class Broker:
                 return  # the others lack capacity: waiting longer will not help
             revision = self.keyspace.revision
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.keyspace.wait_for_change(revision), 1.0)
+                async with asyncio.timeout(1.0):
+                    await self.keyspace.wait_for_change(revision)
             if self._assignment_count() < count:
                 count, progress_at = self._assignment_count(), loop.time()
 

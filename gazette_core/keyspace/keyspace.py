@@ -129,7 +129,8 @@ class KeySpace:
         async with asyncio.timeout(timeout):
             while self.revision < rev:
                 try:
-                    await asyncio.wait_for(self._changed.wait(), grace)
+                    async with asyncio.timeout(grace):
+                        await self._changed.wait()
                 except TimeoutError:
                     await self._sync(rev)
                     grace = min(grace * 2, MAX_SYNC_GRACE)

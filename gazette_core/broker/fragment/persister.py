@@ -70,7 +70,8 @@ class Persister:
         """
         self.start()  # Drain even if never started.
         try:
-            await asyncio.wait_for(self._queue.join(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
         except TimeoutError:
             log.error("gave up persisting %d spool(s) after %.0fs",
                       self._queue.qsize() + self._busy, timeout)
