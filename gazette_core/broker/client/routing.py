@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from gazette_core.broker.client.channel import default_address, journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.names_ext import strip_meta
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def target_for(client: JournalClient, journal: str, *, primary: bool) -> Target:
 
 def _key(journal: str) -> str:
     # Reads may name `journal;meta`; the route is the journal's.
-    return journal.split(";", 1)[0]
+    return strip_meta(journal)
 
 
 def _usable(route: pb.Route) -> bool:
