@@ -268,10 +268,13 @@ class Broker:
                 await self.keyspace.wait_for_revision(result.wait_revision)
                 return None
             # A spool that never held content (every replica fresh after a
-            # restart) continues where the persisted fragments end.
-            index_end = replica.index.end_offset
-            if replica.spool.fragment.end == 0 and index_end > 0:
-                await pipeline.roll(index_end, codec)
+            # restart) continues where the persisted fragments end. The store
+            # is listed anew first: a previous primary that just left may have
+            # persisted its last fragment after our latest listing.
+            if replica.spool.fragment.end == 0:
+                await replica.refresh()
+                if replica.index.end_offset > 0:
+                    await pipeline.roll(replica.index.end_offset, codec)
         except BaseException:
             await replica.close_pipeline()
             raise

@@ -135,6 +135,24 @@ async def test_primary_leaving_fails_over_without_losing_content(cluster: Cluste
 
 
 
+async def test_sole_replica_leaving_hands_over_at_its_persisted_end(cluster: Cluster) -> None:
+    """Replication 1: the successor starts with an empty spool and must continue
+    after what the leaving primary persisted, not over it at offset 0."""
+    await cluster.stubs[0].Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
+        upsert=journal_spec("rep/sole", replication=1))]))
+    route = await settled_route(cluster, "rep/sole", 1)
+    index = [b.process_id for b in cluster.brokers].index(route.members[0])
+    resp = await append(cluster.stubs[index], "rep/sole", b"before\n")
+    assert (resp.status, resp.commit.end) == (pb.OK, 7)
+    await cluster.brokers[index].stop(drain_timeout=0)  # rolls and persists, then leaves
+    survivor = cluster.stubs[(index + 1) % 3]
+    new_route = await route_with(survivor, "rep/sole", 1)
+    assert new_route.members[0] != route.members[0]
+    resp = await append(survivor, "rep/sole", b"after\n")
+    assert (resp.status, resp.commit.begin, resp.commit.end) == (pb.OK, 7, 13)
+    assert await content_through(survivor, "rep/sole", 13) == b"before\nafter\n"
+
+
 async def test_concurrent_appends_commit_whole_disjoint_and_identically_everywhere(
         cluster: Cluster) -> None:
     """Many appends in flight at once (their acknowledgements are pipelined)."""
