@@ -13,7 +13,6 @@ awaitable completes, so a loop being stopped would carry on (and its
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -23,8 +22,12 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
     if task is None:
         return
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    try:
         await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the caller itself is being cancelled, not just `task`
 
 
 class BackgroundTask:

@@ -1,7 +1,8 @@
 """The grpc.aio servicer of `protocol.Journal`, mapping library errors to gRPC errors.
 
 Each method delegates to its `*_api` module. Validation failures and protocol
-misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do.
+misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do;
+retriable failures (peers, proxies) as UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 async def _abort(context: Context, exc: Exception) -> None:
-    await context.abort(grpc.StatusCode.UNKNOWN, str(exc))
+    # Transient trouble (a peer or proxy target went away, a broken replication
+    # pipeline) is UNAVAILABLE so that clients retry; everything else is the
+    # caller's mistake, answered as Go does.
+    retriable = isinstance(exc, GazetteError) and exc.retriable
+    code = grpc.StatusCode.UNAVAILABLE if retriable else grpc.StatusCode.UNKNOWN
+    await context.abort(code, str(exc))
 
 
 def _cancel_when_rpc_ends(context: Context) -> asyncio.Event:
