@@ -7,6 +7,7 @@ import typer
 from gazctl.commands import (
     journals_append,
     journals_apply,
+    journals_edit,
     journals_fragments,
     journals_list,
     journals_read,
@@ -14,6 +15,7 @@ from gazctl.commands import (
 
 app = typer.Typer(help="Create, list, append to and read journals.", no_args_is_help=True)
 app.command("apply")(journals_apply.apply)
+app.command("edit")(journals_edit.edit)
 app.command("list")(journals_list.list_journals_cmd)
 app.command("append")(journals_append.append)
 app.command("read")(journals_read.read)

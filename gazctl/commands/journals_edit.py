@@ -1,0 +1,147 @@
+"""`gazctl journals edit`: change journal specs in an editor, applied when saved.
+
+The selected journals are rendered as the hoisted YAML tree (as `journals
+list -o yaml` shows them) in a temporary `.yaml` file, which the editor
+opens. Saved changes are validated and applied; only journals whose spec
+changed are sent. On a validation error or a broker refusal the editor opens
+again on the user's own text, with the error above it, so nothing typed is
+lost. An empty or unchanged file applies nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from gazctl.commands.selection import matched_journals, require_selector
+from gazctl.config import BrokerAddress, run
+from gazctl.render import stdout
+from gazette_core.broker.client.journals import apply_journals
+from gazette_core.broker.journalspace.hoist import hoist
+from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
+from gazette_core.broker.journalspace.yaml_io import dump_tree, load_tree
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.validate_ext import validate_apply_request
+from gazette_core.errors import GazetteError, StatusError, ValidationError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+NOTE = "#\u2699"  # lines of ours, dropped before parsing
+WARN = "#\u26a0"  # the errors of the previous attempt, dropped too
+HEADER = [
+    f"{NOTE} Edit the journal specs below, then save and quit to apply them.",
+    f"{NOTE} Lines starting with {NOTE} or {WARN} are ignored; an empty file cancels.",
+    f"{NOTE} If the specs are invalid or the broker refuses them, this file opens again.",
+    f"{NOTE} Only journals whose spec you changed are applied.",
+]
+
+
+@dataclass
+class Listed:
+    spec: pb.JournalSpec
+    revision: int
+
+
+def edit(
+    selector: str = typer.Option(..., "-l", "--selector",
+                                 help="Label selector of the journals to edit."),
+    max_txn_size: int = typer.Option(0, "--max-txn-size", min=0,
+                                     help="Most changes per Etcd transaction (0: no limit)."),
+    broker: str | None = BrokerAddress,
+) -> None:
+    """Edit the specs of the selected journals in $GAZ_EDITOR, $EDITOR or vi, then apply them."""
+    sel = require_selector(selector)
+    found = run(broker, lambda stub: matched_journals(stub, sel, selector))
+    listed = {j.spec.name: Listed(j.spec, j.mod_revision) for j in found}
+    original = dump_tree(hoist([(j.spec, j.mod_revision) for j in found]))
+    fd, name = tempfile.mkstemp(prefix="gazctl-journals-edit-", suffix=".yaml")
+    os.close(fd)
+    path = Path(name)
+    _edit_loop(path, original, listed, max_txn_size, broker)
+
+
+def _edit_loop(path: Path, original: str, listed: dict[str, Listed], max_txn_size: int,
+               broker: str | None) -> None:
+    text, errors = original, ""
+    while True:
+        edited = _open_editor(path, text, errors)
+        if not edited.strip():
+            path.unlink()
+            stdout.print("Cancelled; empty file.")
+            return
+        if edited == text:
+            if not errors:
+                path.unlink()
+                stdout.print("Cancelled; nothing to do.")
+                return
+            raise GazetteError(f"no changes to the invalid file; last edits saved to {path}")
+        text = edited
+        try:
+            _apply(text, listed, max_txn_size, broker)
+        except (ValidationError, StatusError) as exc:
+            errors = str(exc)
+            continue
+        except GazetteError as exc:
+            exc.hint = f"last edits saved to {path}"
+            raise
+        path.unlink()
+        return
+
+
+def _open_editor(path: Path, text: str, errors: str) -> str:
+    """Write the buffer (header, errors, text), run the editor, return the user's text."""
+    lines = list(HEADER)
+    if errors:
+        lines.append(f"{WARN} Nothing was applied: fix these errors and save again.")
+        lines += [f"{WARN} {line}" for line in errors.splitlines()]
+    path.write_text("\n".join(lines) + "\n" + text)
+    editor = os.environ.get("GAZ_EDITOR") or os.environ.get("EDITOR") or "vi"
+    # Through the shell, so that the editor may carry arguments (`code --wait`).
+    status = subprocess.run(["/bin/sh", "-c", f"{editor} {shlex.quote(str(path))}"]).returncode
+    if status != 0:
+        raise GazetteError(f"editor {editor!r} exited with status {status}; "
+                           f"last edits saved to {path}")
+    kept = [line for line in path.read_text().splitlines(keepends=True)
+            if not line.startswith((NOTE, WARN))]
+    return "".join(kept)
+
+
+def _apply(text: str, listed: dict[str, Listed], max_txn_size: int,
+           broker: str | None) -> None:
+    """Validate the edited tree and apply the journals that changed."""
+    request = to_apply_request(push_down(load_tree(text)))
+    validate_apply_request(request)
+    changes = [c for c in request.changes if _changed(c, listed)]
+    if not changes:
+        stdout.print("No journal changed; nothing applied.")
+        return
+    revision = run(broker, lambda stub: _apply_batches(stub, changes, max_txn_size))
+    stdout.print(f"applied {len(changes)} change(s) at revision {revision}")
+
+
+def _changed(change: pb.ApplyRequest.Change, listed: dict[str, Listed]) -> bool:
+    if not change.HasField("upsert"):
+        return True
+    before = listed.get(change.upsert.name)
+    return before is None or before.spec != change.upsert or (
+        change.expect_mod_revision not in (-1, before.revision))
+
+
+async def _apply_batches(stub: JournalAsyncStub, changes: list[pb.ApplyRequest.Change],
+                         max_txn_size: int) -> int:
+    """Apply in transactions of at most `max_txn_size` changes; the last revision."""
+    size = max_txn_size or len(changes)
+    revision = 0
+    for start in range(0, len(changes), size):
+        request = pb.ApplyRequest(changes=changes[start:start + size])
+        resp = await apply_journals(stub, request)
+        revision = int(resp.header.etcd.revision)
+    return revision
