@@ -1,7 +1,8 @@
 """gazctl entry point: the command tree, and the one place errors are printed.
 
 Library errors become one red line on stderr (what was wrong and how to fix
-it) and exit code 1; `--help` exits 0.
+it) and exit code 1, or 3 when a selector that must match journals matched
+none; usage errors exit 2 and `--help` exits 0.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main() -> None:
         app()
     except GazetteError as exc:
         print_error(exc)
-        sys.exit(1)
+        sys.exit(getattr(exc, "exit_code", 1))
     except KeyboardInterrupt:
         sys.exit(130)
 

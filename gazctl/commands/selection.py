@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
+class NoMatchError(ValidationError):
+    """A selector that must match some journal matched none (gazctl exits with 3)."""
+
+    exit_code = 3
+
+
 def require_selector(text: str) -> pb.LabelSelector:
     """Parse a selector that must not be empty (commands that write or read content)."""
     if not text.strip():
@@ -25,5 +31,5 @@ async def matched_journals(stub: JournalAsyncStub, selector: pb.LabelSelector,
     """Journals the selector matches; an error naming the selector when there are none."""
     resp = await list_journals(stub, selector)
     if not resp.journals:
-        raise ValidationError("--selector", f"no journals match {text!r}")
+        raise NoMatchError("--selector", f"no journals match {text!r}")
     return list(resp.journals)

@@ -73,11 +73,11 @@ def test_append_input_file_keeps_binary_bytes(address: str, tmp_path: Path) -> N
     assert content(address, "rw/file") == data
 
 
-def test_append_to_a_selector_matching_nothing_exits_1(address: str, state_home: Path) -> None:
+def test_append_to_a_selector_matching_nothing_exits_3(address: str, state_home: Path) -> None:
     proc = gazctl("journals", "append", "-l", "name=rw/none", "--broker.address", address,
                   input=b"lost\n", env=isolated_env(state_home))
 
-    assert proc.returncode == 1
+    assert proc.returncode == 3
     assert proc.stdout == b""
     assert proc.stderr.decode() == (
         "error: invalid input: --selector: no journals match 'name=rw/none'\n")
