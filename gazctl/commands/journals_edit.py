@@ -14,20 +14,18 @@ import os
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from gazctl.commands.apply_plan import Planned, apply_in_batches, plan, report, to_send
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, run
 from gazctl.render import stdout
-from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
 from gazette_core.broker.journalspace.yaml_io import dump_tree, load_tree
-from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
 from gazette_core.errors import GazetteError, StatusError, ValidationError
 
@@ -44,12 +42,6 @@ HEADER = [
 ]
 
 
-@dataclass
-class Listed:
-    spec: pb.JournalSpec
-    revision: int
-
-
 def edit(
     selector: str = typer.Option(..., "-l", "--selector",
                                  help="Label selector of the journals to edit."),
@@ -60,16 +52,14 @@ def edit(
     """Edit the specs of the selected journals in $GAZ_EDITOR, $EDITOR or vi, then apply them."""
     sel = require_selector(selector)
     found = run(broker, lambda stub: matched_journals(stub, sel, selector))
-    listed = {j.spec.name: Listed(j.spec, j.mod_revision) for j in found}
     original = dump_tree(hoist([(j.spec, j.mod_revision) for j in found]))
     fd, name = tempfile.mkstemp(prefix="gazctl-journals-edit-", suffix=".yaml")
     os.close(fd)
     path = Path(name)
-    _edit_loop(path, original, listed, max_txn_size, broker)
+    _edit_loop(path, original, max_txn_size, broker)
 
 
-def _edit_loop(path: Path, original: str, listed: dict[str, Listed], max_txn_size: int,
-               broker: str | None) -> None:
+def _edit_loop(path: Path, original: str, max_txn_size: int, broker: str | None) -> None:
     text, errors = original, ""
     while True:
         edited = _open_editor(path, text, errors)
@@ -85,7 +75,7 @@ def _edit_loop(path: Path, original: str, listed: dict[str, Listed], max_txn_siz
             raise GazetteError(f"no changes to the invalid file; last edits saved to {path}")
         text = edited
         try:
-            _apply(text, listed, max_txn_size, broker)
+            _apply(text, max_txn_size, broker)
         except (ValidationError, StatusError) as exc:
             errors = str(exc)
             continue
@@ -114,34 +104,18 @@ def _open_editor(path: Path, text: str, errors: str) -> str:
     return "".join(kept)
 
 
-def _apply(text: str, listed: dict[str, Listed], max_txn_size: int,
-           broker: str | None) -> None:
+def _apply(text: str, max_txn_size: int, broker: str | None) -> None:
     """Validate the edited tree and apply the journals that changed."""
     request = to_apply_request(push_down(load_tree(text)))
     validate_apply_request(request)
-    changes = [c for c in request.changes if _changed(c, listed)]
-    if not changes:
-        stdout.print("No journal changed; nothing applied.")
-        return
-    revision = run(broker, lambda stub: _apply_batches(stub, changes, max_txn_size))
-    stdout.print(f"applied {len(changes)} change(s) at revision {revision}")
 
+    async def body(stub: JournalAsyncStub) -> tuple[list[Planned], int]:
+        planned = await plan(stub, request)
+        changes = to_send(planned)
+        return planned, (await apply_in_batches(stub, changes, max_txn_size) if changes else 0)
 
-def _changed(change: pb.ApplyRequest.Change, listed: dict[str, Listed]) -> bool:
-    if not change.HasField("upsert"):
-        return True
-    before = listed.get(change.upsert.name)
-    return before is None or before.spec != change.upsert or (
-        change.expect_mod_revision not in (-1, before.revision))
-
-
-async def _apply_batches(stub: JournalAsyncStub, changes: list[pb.ApplyRequest.Change],
-                         max_txn_size: int) -> int:
-    """Apply in transactions of at most `max_txn_size` changes; the last revision."""
-    size = max_txn_size or len(changes)
-    revision = 0
-    for start in range(0, len(changes), size):
-        request = pb.ApplyRequest(changes=changes[start:start + size])
-        resp = await apply_journals(stub, request)
-        revision = int(resp.header.etcd.revision)
-    return revision
+    planned, revision = run(broker, body)
+    report(planned, show_diff=False)
+    sent = len(to_send(planned))
+    stdout.print(f"applied {sent} change(s) at revision {revision}" if sent
+                 else "No journal changed; nothing applied.")

@@ -70,6 +70,7 @@ def test_apply_file_creates_journals_with_pushed_down_specs(address: str, tmp_pa
     revision = _applied_revision(result.stdout, 2)
     assert result.stdout == ("create apply/file/events (new)\n"
                              "create apply/file/raw (new)\n"
+                             "2 created, 0 changed, 0 unchanged, 0 deleted\n"
                              f"applied 2 change(s) at revision {revision}\n")
     listed = journals(address, "prefix=apply/file/")
     assert [j.spec for j in listed] == [
@@ -84,7 +85,7 @@ def test_apply_file_creates_journals_with_pushed_down_specs(address: str, tmp_pa
     assert [j.mod_revision for j in listed] == [revision, revision]
 
 
-def test_apply_stdin_creates_then_updates_at_any_revision(address: str) -> None:
+def test_apply_stdin_creates_then_updates_only_changed_journals(address: str) -> None:
     created = ok("journals", "apply", "--specs", "-", "--broker.address", address,
                  input=TREE.format(p="apply/stdin"))
     first = _applied_revision(created.stdout, 2)
@@ -95,25 +96,58 @@ def test_apply_stdin_creates_then_updates_at_any_revision(address: str) -> None:
         "length: 2048", "length: 8192")
     updated = ok("journals", "apply", "--broker.address", address, input=again)
 
-    second = _applied_revision(updated.stdout, 2)
-    assert updated.stdout == ("apply apply/stdin/events (any revision)\n"
-                              "apply apply/stdin/raw (any revision)\n"
-                              f"applied 2 change(s) at revision {second}\n")
+    second = _applied_revision(updated.stdout, 1)
+    # Only the journal that inherits the directory's length changes, so only it is sent.
+    assert updated.stdout == ("update apply/stdin/events (any revision)\n"
+                              "unchanged apply/stdin/raw (any revision)\n"
+                              "0 created, 1 changed, 1 unchanged, 0 deleted\n"
+                              f"applied 1 change(s) at revision {second}\n")
     assert second > first
     listed = journals(address, "prefix=apply/stdin/")
-    # Only the journal that inherits the directory's length sees the change.
     assert [j.spec.fragment.length for j in listed] == [8192, 4096]
-    assert [j.mod_revision for j in listed] == [second, second]
+    assert [j.mod_revision for j in listed] == [second, first]
 
 
 def test_dry_run_prints_changes_and_applies_nothing(address: str) -> None:
     result = ok("journals", "apply", "--dry-run", "--broker.address", address,
                 input=TREE.format(p="apply/dry"))
 
-    assert result.stdout == ("create apply/dry/events (new)\n"
-                             "create apply/dry/raw (new)\n"
-                             "dry run: 2 change(s) not applied\n")
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if not line.startswith("    ")] == [
+        "create apply/dry/events (new)", "create apply/dry/raw (new)",
+        "2 created, 0 changed, 0 unchanged, 0 deleted", "dry run: 2 change(s) not applied"]
+    # Each created journal's whole spec, as added lines.
+    raw = lines[lines.index("create apply/dry/raw (new)") + 1:-2]
+    assert raw[0] == "    @@ -0,0 +1,14 @@" and all(line.startswith("    +") for line in raw[1:])
+    assert "    +name: apply/dry/raw" in raw and "    +  length: 4096" in raw
     assert journals(address, "prefix=apply/dry/") == []
+
+
+def test_dry_run_shows_the_diff_of_a_changed_journal(address: str) -> None:
+    ok("journals", "apply", "--broker.address", address, input=TREE.format(p="apply/diff"))
+    changed = TREE.format(p="apply/diff").replace("revision: 0", "revision: -1").replace(
+        "value: events", "value: audit")
+
+    result = ok("journals", "apply", "--dry-run", "--broker.address", address, input=changed)
+
+    lines = result.stdout.splitlines()
+    assert lines[0] == "update apply/diff/events (any revision)"
+    assert [line for line in lines if line.startswith(("    -", "    +"))] == [
+        "    -  value: events", "    +  value: audit"]
+    assert lines[-2:] == ["0 created, 1 changed, 1 unchanged, 0 deleted",
+                          "dry run: 1 change(s) not applied"]
+    events = journals(address, "name=apply/diff/events")[0]
+    assert [(lb.name, lb.value) for lb in events.spec.labels.labels][-1] == ("topic", "events")
+
+
+def test_max_txn_size_splits_the_apply_into_transactions(address: str) -> None:
+    result = ok("journals", "apply", "--max-txn-size", "1", "--broker.address", address,
+                input=TREE.format(p="apply/split"))
+
+    revision = _applied_revision(result.stdout, 2)
+    listed = journals(address, "prefix=apply/split/")
+    # One transaction each: the journals were written at different revisions.
+    assert listed[0].mod_revision < listed[1].mod_revision == revision
 
 
 def test_invalid_spec_exits_1_naming_the_field_and_applies_nothing(
@@ -146,23 +180,25 @@ def test_reapplying_a_create_fails_with_transaction_failed(
         "error: broker refused: ETCD_TRANSACTION_FAILED (nothing was applied: a spec's "
         "revision differs from its journal's, and revision 0 only creates journals that do "
         "not exist yet; `gazctl journals list -o yaml` shows current revisions)\n")
-    assert journals(address, "prefix=apply/twice/") == before
+    after = journals(address, "prefix=apply/twice/")
+    assert [(j.spec, j.mod_revision) for j in after] == [(j.spec, j.mod_revision) for j in before]
 
 
 def test_update_at_a_stale_revision_is_refused(address: str) -> None:
     created = ok("journals", "apply", "--broker.address", address,
                  input=TREE.format(p="apply/stale"))
     revision = _applied_revision(created.stdout, 2)
+    at_revision = TREE.format(p="apply/stale").replace("revision: 0", f"revision: {revision}")
     ok("journals", "apply", "--broker.address", address,
-       input=TREE.format(p="apply/stale").replace("revision: 0", f"revision: {revision}"))
+       input=at_revision.replace("length: 2048", "length: 8192"))
 
     stale = cli("journals", "apply", "--broker.address", address,
-                input=TREE.format(p="apply/stale").replace("revision: 0", f"revision: {revision}"))
+                input=at_revision.replace("length: 2048", "length: 16384"))
 
     assert stale.exit_code == 1
     assert str(stale.exception) == "ETCD_TRANSACTION_FAILED"
-    assert stale.stdout.splitlines() == [f"update apply/stale/events (revision {revision})",
-                                         f"update apply/stale/raw (revision {revision})"]
+    assert [j.spec.fragment.length for j in journals(address, "prefix=apply/stale/")] == [
+        8192, 4096]
 
 
 def test_unreadable_specs_file_is_an_input_error(address: str, tmp_path: Path,

@@ -102,7 +102,8 @@ def test_saved_change_applies_only_the_changed_journal(address: str,
     shown = editor.opened()[0]
     assert shown.startswith("#\u2699 Edit the journal specs below")
     assert "name: edit/change/one" in shown and "value: two" in shown
-    assert result.stdout.startswith("applied 1 change(s) at revision ")
+    assert result.stdout.splitlines()[-2:-1] == ["0 created, 1 changed, 1 unchanged, 0 deleted"]
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
     two = spec_of(address, "edit/change/two")
     assert [(lb.name, lb.value) for lb in two.spec.labels.labels] == [("topic", "deux")]
     assert spec_of(address, "edit/change/one").mod_revision == before["edit/change/one"]
@@ -119,7 +120,7 @@ def test_invalid_edit_reopens_with_the_error_then_applies_the_fix(
     assert warnings[0] == "#\u26a0 Nothing was applied: fix these errors and save again."
     assert "replication" in warnings[1] and "many" in warnings[1]
     assert "replication: many" in second  # the user's own text, not a fresh listing
-    assert result.stdout.startswith("applied 1 change(s)")
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
     one = spec_of(address, "edit/invalid/one")
     assert [(lb.name, lb.value) for lb in one.spec.labels.labels] == [("topic", "uno")]
 
@@ -137,7 +138,7 @@ def test_refused_apply_reopens_with_the_brokers_answer(address: str,
     second = editor.opened()[1]
     assert any("ETCD_TRANSACTION_FAILED" in line for line in second.splitlines()
                if line.startswith("#\u26a0")), second
-    assert result.stdout.startswith("applied 1 change(s)")
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
     one = spec_of(address, "edit/refused/one")
     assert [(lb.name, lb.value) for lb in one.spec.labels.labels] == [("topic", "mine")]
 
