@@ -1,5 +1,9 @@
-"""Where gazctl finds its broker (flag, environment, then the active local stack) and how
-it runs one command's RPCs."""
+"""Where gazctl finds its broker and how it runs one command's RPCs.
+
+The broker address comes from, in order: `--broker.address`, `$BROKER_ADDRESS`,
+gazctl.ini (see `gazctl.ini`), the stack started by `gazctl local up`, then
+http://localhost:8080.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
+from gazctl.ini import load as load_ini
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.errors import UnavailableError
 from gazette_core.local.stack import active_broker_address
@@ -28,7 +33,23 @@ Selector = typer.Option("", "-l", "--selector",
 
 
 def broker_address(flag: str | None) -> str:
-    return flag or active_broker_address() or DEFAULT_ADDRESS
+    return resolve_address(flag)[0]
+
+
+def resolve_address(flag: str | None) -> tuple[str, str]:
+    """The broker address and where it came from (for `print-config`).
+
+    Typer fills `flag` from $BROKER_ADDRESS when the flag is absent, so the
+    flag and the environment come first, then the file.
+    """
+    if flag:
+        return flag, "flag or $BROKER_ADDRESS"
+    ini = load_ini()
+    if (value := ini.get("address")) is not None:
+        return value, str(ini.path)
+    if (active := active_broker_address()) is not None:
+        return active, "the active local stack"
+    return DEFAULT_ADDRESS, "default"
 
 
 def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]]) -> T:

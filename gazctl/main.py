@@ -13,6 +13,7 @@ import typer
 
 from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
+from gazctl.commands.print_config import print_config
 from gazctl.render import print_error
 from gazette_core.errors import GazetteError
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 app.add_typer(journals_app, name="journals")
 app.add_typer(local_app, name="local")
+app.command("print-config")(print_config)
 
 
 def main() -> None:

@@ -1,0 +1,84 @@
+"""gazctl.ini: settings kept in a file, below flags and environment variables.
+
+gazctl reads the first of `./gazctl.ini` and `$XDG_CONFIG_HOME/gazette/gazctl.ini`
+(`~/.config/gazette/gazctl.ini` by default); files are not merged. Sections
+and keys follow Go's gazctl, e.g.
+
+    [journals.Broker]
+    Address = http://broker.example:8080
+
+Section names are case-insensitive, and a key may be written as Go's field
+name (`Address`, `AuthToken`) or as the long flag (`broker.address`). Unlike
+Go, a flag or environment variable always wins over the file, and a key we
+don't know is reported rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gazctl.render import stderr
+from gazette_core.errors import ValidationError
+
+FILE_NAME = "gazctl.ini"
+# Normalised key -> (section, Go field name, environment variable), for lookup and printing.
+KNOWN = {
+    "address": ("journals.Broker", "Address", "BROKER_ADDRESS"),
+    "certfile": ("journals.Broker", "CertFile", "BROKER_CERT_FILE"),
+    "certkeyfile": ("journals.Broker", "CertKeyFile", "BROKER_CERT_KEY_FILE"),
+    "trustedcafile": ("journals.Broker", "TrustedCAFile", "BROKER_TRUSTED_CA_FILE"),
+    "authkeys": ("journals.Broker", "AuthKeys", "BROKER_AUTH_KEYS"),
+    "authtoken": ("journals.Broker", "AuthToken", "BROKER_AUTH_TOKEN"),
+    "zone": ("journals", "Zone", "ZONE"),
+}
+SECRETS = frozenset({"authkeys", "authtoken"})
+
+
+@dataclass
+class IniFile:
+    """The settings of the gazctl.ini in use (none: `path` is None)."""
+
+    path: Path | None = None
+    values: dict[str, str] = field(default_factory=dict)  # normalised key -> value
+
+    def get(self, key: str) -> str | None:
+        return self.values.get(key)
+
+
+def normalise(key: str) -> str:
+    """`broker.auth-token`, `AuthToken` and `authtoken` are one key."""
+    key = key.lower()
+    for prefix in ("broker.", "journals."):
+        key = key.removeprefix(prefix)
+    return key.replace("-", "").replace("_", "").replace(".", "")
+
+
+def candidates() -> list[Path]:
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [Path.cwd() / FILE_NAME, Path(config_home) / "gazette" / FILE_NAME]
+
+
+def load() -> IniFile:
+    """The first gazctl.ini found, parsed; an empty IniFile when there is none."""
+    path = next((p for p in candidates() if p.is_file()), None)
+    if path is None:
+        return IniFile()
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read(path)
+    except configparser.Error as exc:
+        raise ValidationError(str(path), f"invalid INI file: {exc.message}") from None
+    ini = IniFile(path)
+    for section in parser.sections():
+        for key, value in parser.items(section):
+            norm = normalise(key)
+            if norm in KNOWN and section.lower() in (KNOWN[norm][0].lower(), "journals"):
+                ini.values[norm] = value
+            else:
+                stderr.print(f"warning: {path}: ignoring unknown key {key!r} in [{section}]",
+                             highlight=False, markup=False)
+    return ini
