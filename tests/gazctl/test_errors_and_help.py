@@ -23,7 +23,7 @@ def closed_address() -> str:
     (["journals", "fragments"], "List"),
     (["journals", "read", "-l", "name=a/b"], "List"),
     (["journals", "append", "-l", "name=a/b"], "List"),
-    (["journals", "apply", "--specs", "-"], "Apply"),
+    (["journals", "apply", "--specs", "-"], "List"),  # apply first reads current specs
 ])
 def test_unreachable_broker_fails_fast_with_one_line(
         args: list[str], rpc: str, closed_address: str, state_home: Path) -> None:
