@@ -10,6 +10,7 @@ import typer
 
 from gazctl.config import BrokerAddress, Selector, run
 from gazctl.render import humanize_bytes, json_line, message_dict, table
+from gazctl.timeflags import parse_time
 from gazette_core.broker.client.journals import list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_seconds
@@ -30,23 +31,25 @@ class Format(enum.StrEnum):
 def fragments(
     selector: str = Selector,
     output: Format = typer.Option(Format.table, "-o", "--format", help="Output format."),
-    from_time: int = typer.Option(0, "--from", help="Only fragments persisted at or after "
-                                                    "this unix time (unpersisted are kept)."),
-    to_time: int = typer.Option(0, "--to", help="Only fragments persisted at or before "
-                                                "this unix time."),
+    from_time: str = typer.Option("", "--from", help="Only fragments persisted at or after this "
+                                                     "time (RFC 3339 or unix seconds; "
+                                                     "unpersisted are kept)."),
+    to_time: str = typer.Option("", "--to", help="Only fragments persisted at or before this "
+                                                 "time (RFC 3339 or unix seconds)."),
     url_ttl: float = typer.Option(0.0, "--url-ttl", help="Seconds: include signed GET URLs."),
     broker: str | None = BrokerAddress,
 ) -> None:
     """List fragments of the selected journals. JSON output is one fragment per line."""
     sel = parse_selector(selector)
+    begin, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
 
     async def body(stub: JournalAsyncStub) -> Listed:
         out: Listed = []
         for j in (await list_journals(stub, sel)).journals:
             if j.spec.HasField("suspend") and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL:
                 continue
-            req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=from_time,
-                                      end_mod_time=to_time)
+            req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=begin,
+                                      end_mod_time=end)
             if url_ttl:
                 req.signatureTTL.CopyFrom(from_seconds(url_ttl))
             out.extend((j.spec.name, f) for f in await list_fragments(stub, req))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,10 @@ def test_from_keeps_unpersisted_fragments_only(address: str,
                 "--from", str(later), "--broker.address", address)
 
     assert [json.loads(line)["spec"]["begin"] for line in result.stdout.splitlines()] == ["2400"]
+    as_rfc3339 = datetime.fromtimestamp(later, UTC).isoformat()
+    again = ok("journals", "fragments", "-l", "name=frag/rolled", "-o", "json",
+               "--from", as_rfc3339, "--broker.address", address)
+    assert again.stdout == result.stdout
 
 
 def test_url_ttl_adds_urls_of_persisted_fragments(address: str,
