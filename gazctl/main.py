@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from gazctl.commands.attach_uuids import attach_uuids
 from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
@@ -29,6 +30,7 @@ app = typer.Typer(
 app.add_typer(journals_app, name="journals")
 app.add_typer(local_app, name="local")
 app.command("print-config")(print_config)
+app.command("attach-uuids")(attach_uuids)
 
 
 def main() -> None:

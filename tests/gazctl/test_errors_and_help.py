@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
+from typer.core import TyperGroup
 
+from gazctl.main import app
 from gazette_core.testing.etcd import free_port
 from tests.gazctl.support import cli, gazctl, isolated_env
 
@@ -72,9 +76,16 @@ def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:
                                     'selector at position 5 of "name=[x]" (near "[x]")\n')
 
 
-COMMANDS = [[], ["journals"], ["journals", "apply"], ["journals", "list"],
-            ["journals", "append"], ["journals", "read"], ["journals", "fragments"],
-            ["local"], ["local", "up"], ["local", "env"], ["local", "status"], ["local", "down"]]
+def _command_paths(command: Any, path: list[str]) -> list[list[str]]:
+    """Every command and group of the tree, so that a new command is covered at once."""
+    paths = [path]
+    if isinstance(command, TyperGroup):
+        for name, sub in sorted(command.commands.items()):
+            paths += _command_paths(sub, [*path, name])
+    return paths
+
+
+COMMANDS = _command_paths(typer.main.get_command(app), [])
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
