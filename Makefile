@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd protos docs lint test demo bench clean
+.PHONY: install etcd java protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) etcd
+install: $(STAMP) etcd java
 
 # Etcd comes from Debian's etcd-server package when it is not on the PATH.
 etcd:
@@ -22,6 +22,14 @@ etcd:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
 	@etcd --version | head -1
+
+# Spark jobs need a Java runtime: Debian's default-jre-headless when `java` is missing.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing default-jre-headless (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }
+	@java -version 2>&1 | head -1
 
 # The .proto list and the protoc command live in gazette_core/protogen.py, which the
 # freshness test (tests/test_protos_fresh.py) also uses.
@@ -33,7 +41,7 @@ docs: $(STAMP)
 	$(PY) -m typer gazctl.main utils docs --name gazctl --output docs/reference/gazctl.md
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gazette_core gazctl tests bench
+	$(VENV)/bin/ruff check gazette_core gazctl spark_jobs tests bench
 	$(VENV)/bin/mypy
 
 test: install lint

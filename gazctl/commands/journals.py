@@ -10,6 +10,7 @@ from gazctl.commands import (
     journals_edit,
     journals_fragments,
     journals_list,
+    journals_prune,
     journals_read,
 )
 
@@ -20,3 +21,4 @@ app.command("list")(journals_list.list_journals_cmd)
 app.command("append")(journals_append.append)
 app.command("read")(journals_read.read)
 app.command("fragments")(journals_fragments.fragments)
+app.command("prune")(journals_prune.prune)

@@ -23,6 +23,14 @@ class StoreError(GazetteError):
     """A fragment store could not be built or an operation on it failed."""
 
 
+class StorePermissionError(StoreError):
+    """The store refused an operation for lack of permission (credentials, ACLs, modes)."""
+
+
+class StoreNotFoundError(StoreError):
+    """The object an operation names is not in the store."""
+
+
 class FragmentStore(abc.ABC):
     """A place persisted fragments are written to, listed from and read back."""
 
@@ -49,7 +57,11 @@ class FragmentStore(abc.ABC):
 
     @abc.abstractmethod
     async def delete(self, fragment: pb.Fragment) -> None:
-        """Remove the object of `fragment`."""
+        """Remove the object of `fragment`.
+
+        Raises StorePermissionError when the store refuses and StoreNotFoundError
+        when the object is already gone (adapters that can tell).
+        """
 
     @abc.abstractmethod
     def sign_get(self, fragment: pb.Fragment, ttl_seconds: float) -> str:

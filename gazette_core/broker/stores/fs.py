@@ -16,7 +16,13 @@ from typing import TypeVar
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
-from gazette_core.broker.stores.base import FragmentStore, StoreError, parse_listing
+from gazette_core.broker.stores.base import (
+    FragmentStore,
+    StoreError,
+    StoreNotFoundError,
+    StorePermissionError,
+    parse_listing,
+)
 from gazette_core.broker.stores.url import StoreURL
 
 READ_CHUNK = 1 << 20
@@ -45,7 +51,10 @@ class FileStore(FragmentStore):
         try:
             return await asyncio.to_thread(fn)
         except OSError as exc:
-            raise StoreError(f"file store {self.url!r}: {what}: {exc}") from exc
+            kind = (StorePermissionError if isinstance(exc, PermissionError)
+                    else StoreNotFoundError if isinstance(exc, FileNotFoundError)
+                    else StoreError)
+            raise kind(f"file store {self.url!r}: {what}: {exc}") from exc
 
     async def put(
         self, fragment: pb.Fragment, data: bytes, content_encoding: str | None = None

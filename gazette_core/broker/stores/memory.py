@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
-from gazette_core.broker.stores.base import FragmentStore, StoreError, parse_listing
+from gazette_core.broker.stores.base import FragmentStore, StoreNotFoundError, parse_listing
 from gazette_core.broker.stores.url import StoreURL
 
 READ_CHUNK = 1 << 20
@@ -50,7 +50,7 @@ class MemoryStore(FragmentStore):
         try:
             return self._objects[key]
         except KeyError:
-            raise StoreError(f"memory store {self.url!r}: no object {key!r}") from None
+            raise StoreNotFoundError(f"memory store {self.url!r}: no object {key!r}") from None
 
     async def put(
         self, fragment: pb.Fragment, data: bytes, content_encoding: str | None = None

@@ -1,0 +1,82 @@
+"""`gazctl journals prune`: delete persisted fragments older than their journal's retention.
+
+Listing runs here through the broker; the deletes run as a Spark job
+(`spark_jobs.prune`) on `--spark-master`. The summary always reaches stdout.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+
+import typer
+
+from gazctl.commands.selection import NoMatchError, require_selector
+from gazctl.config import BrokerAddress, run
+from gazctl.render import humanize_bytes, stderr, table
+from gazette_core.errors import GazetteError
+from spark_jobs.prune import (
+    DEFAULT_FILE_ROOT,
+    NothingMatched,
+    PruneSummary,
+    fetch_selection,
+    prune_selection,
+)
+from spark_jobs.session import DEFAULT_MASTER
+
+
+class Format(enum.StrEnum):
+    text = "text"
+    json = "json"
+
+
+def prune(
+    selector: str = typer.Option(..., "-l", "--selector",
+                                 help="Label selector of the journals to prune (required)."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Count what would be pruned; delete nothing."),
+    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
+                                     help="Spark master running the deletes, e.g. "
+                                          "spark://host:7077."),
+    output: Format = typer.Option(Format.text, "--format", help="Summary format."),
+    file_root: str = typer.Option(DEFAULT_FILE_ROOT, "--file-root", envvar="BROKER_FILE_ROOT",
+                                  show_envvar=True,
+                                  help="Directory rooting file:// fragment stores (as the "
+                                       "brokers' --broker.file-root)."),
+    broker: str | None = BrokerAddress,
+) -> None:
+    """Delete persisted fragments older than their journal's fragment retention.
+
+    Retention 0 keeps fragments forever; suspended journals are skipped. Deletes
+    refused for lack of permission are counted, not fatal. Exit codes: 0 done,
+    1 error (or a failed delete), 2 usage error, 3 the selector matched nothing.
+    """
+    sel = require_selector(selector)
+    try:
+        selection = run(broker, lambda stub: fetch_selection(stub, sel, selector))
+    except NothingMatched as exc:
+        raise NoMatchError("--selector", str(exc)) from None
+    for name in selection.suspended:
+        stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
+    summary = prune_selection(selection, dry_run=dry_run, master=spark_master,
+                              file_root=file_root)
+    for message in summary.errors:
+        stderr.print(f"warning: {message}", highlight=False, markup=False)
+    _render(summary, output)
+    if summary.failed:
+        raise GazetteError(f"{summary.failed} fragment deletes failed (see the warnings above)")
+
+
+def _render(summary: PruneSummary, output: Format) -> None:
+    if output is Format.json:
+        sys.stdout.write(json.dumps(summary.as_dict(), separators=(",", ":")) + "\n")
+        return
+    if summary.dry_run:
+        stderr.print("dry run: nothing was deleted", highlight=False)
+    table(["Journals", "Skipped", "Fragments", "Pruned", "Pruned bytes", "Kept", "Kept bytes",
+           "Permission denied", "Failed"],
+          [[str(summary.journals), str(summary.journals_skipped), str(summary.fragments),
+            str(summary.fragments_pruned), humanize_bytes(summary.bytes_pruned),
+            str(summary.fragments_kept), humanize_bytes(summary.bytes_kept),
+            str(summary.permission_denied), str(summary.failed)]])

@@ -1,0 +1,316 @@
+"""Journal fragment retention: delete persisted fragments older than their journal's retention.
+
+The driver lists the selected journals and their fragments through a broker
+(`fetch_selection`) and decides what has expired (`plan_prune`, a pure
+function). Executors then delete the expired fragments from their stores in
+parallel (`delete_partition`), each answering one outcome per fragment, and
+the driver folds those into a `PruneSummary`.
+
+Rules:
+- A fragment is expired when `now - mod_time >= spec.fragment.retention`.
+  A retention of zero (or less) keeps fragments forever.
+- Fragments without a backing store or mod_time (not yet persisted) are kept.
+- Suspended journals are skipped: their fragments are not listed at all.
+- Bytes are logical content bytes (`end - begin`), not stored (compressed) bytes.
+- A delete refused for lack of permission is counted, not fatal; a fragment
+  already gone counts as pruned; any other failed delete is counted as failed.
+- With `dry_run`, everything is counted the same and nothing is deleted
+  (no Spark session is started: there is nothing to hand to executors).
+
+Run it through `gazctl journals prune`, or as a Spark application:
+`spark-submit spark_jobs/prune.py --broker.address URL -l SELECTOR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gazette_core.broker.client.channel import close_channels, journal_stub
+from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
+from gazette_core.broker.config import BrokerConfig
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.durations_ext import to_nanos
+from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.broker.stores.base import StoreNotFoundError, StorePermissionError
+from gazette_core.broker.stores.registry import get_store
+from gazette_core.errors import GazetteError, ValidationError
+from spark_jobs.session import DEFAULT_MASTER, get_session
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+DEFAULT_FILE_ROOT = BrokerConfig.file_root
+NANOS = 1_000_000_000
+# Deletes in flight at once within one executor partition.
+PARTITION_CONCURRENCY = 8
+
+# Outcomes of one delete, as executors report them.
+PRUNED = "pruned"
+GONE = "gone"
+DENIED = "permission_denied"
+FAILED = "failed"
+Outcome = tuple[str, str, int, str]
+"""(outcome, journal, content bytes, message)"""
+
+clock: Callable[[], float] = time.time
+"""The wall clock a run without an explicit `now` judges retention by."""
+
+
+class NothingMatched(GazetteError):
+    """The selector matched no journal."""
+
+
+@dataclass
+class Selection:
+    """What the driver listed: each examined journal with its fragments, and suspended ones."""
+
+    journals: list[tuple[pb.JournalSpec, list[pb.Fragment]]] = field(default_factory=list)
+    suspended: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """The expired fragments to delete, and the totals of what was examined."""
+
+    expired: list[pb.Fragment] = field(default_factory=list)
+    fragments: int = 0
+    unpersisted: int = 0
+    bytes_total: int = 0
+
+
+@dataclass
+class PruneSummary:
+    """Counters of one prune run; `as_dict` is the JSON shape gazctl prints."""
+
+    journals: int = 0
+    journals_skipped: int = 0
+    fragments: int = 0
+    fragments_unpersisted: int = 0
+    fragments_pruned: int = 0
+    fragments_kept: int = 0
+    permission_denied: int = 0
+    failed: int = 0
+    bytes_total: int = 0
+    bytes_pruned: int = 0
+    bytes_kept: int = 0
+    dry_run: bool = False
+    skipped_journals: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "journals": self.journals,
+            "journals_skipped": self.journals_skipped,
+            "fragments": self.fragments,
+            "fragments_unpersisted": self.fragments_unpersisted,
+            "fragments_pruned": self.fragments_pruned,
+            "fragments_kept": self.fragments_kept,
+            "permission_denied": self.permission_denied,
+            "failed": self.failed,
+            "bytes_total": self.bytes_total,
+            "bytes_pruned": self.bytes_pruned,
+            "bytes_kept": self.bytes_kept,
+            "dry_run": self.dry_run,
+            "skipped_journals": list(self.skipped_journals),
+            "errors": list(self.errors),
+        }
+
+
+def is_suspended(spec: pb.JournalSpec) -> bool:
+    return spec.HasField("suspend") and spec.suspend.level != pb.JournalSpec.Suspend.NONE
+
+
+async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,
+                          timeout: float = DEFAULT_TIMEOUT) -> Selection:
+    """The journals `selector` matches with all their fragments; suspended ones set aside."""
+    listed = await list_journals(stub, selector, timeout=timeout)
+    if not listed.journals:
+        raise NothingMatched(f"no journals match {text!r}")
+    out = Selection()
+    active = []
+    for j in listed.journals:
+        if is_suspended(j.spec):
+            out.suspended.append(j.spec.name)
+        else:
+            active.append(j.spec)
+    pages = await asyncio.gather(*(
+        list_fragments(stub, pb.FragmentsRequest(journal=spec.name), timeout=timeout)
+        for spec in active))
+    for spec, fragments in zip(active, pages, strict=True):
+        out.journals.append((spec, [f.spec for f in fragments]))
+    return out
+
+
+def retention_nanos(spec: pb.JournalSpec) -> int:
+    """The journal's fragment retention in nanoseconds; zero or less keeps forever."""
+    return to_nanos(spec.fragment.retention) if spec.fragment.HasField("retention") else 0
+
+
+def is_expired(fragment: pb.Fragment, retention_ns: int, now: float) -> bool:
+    if retention_ns <= 0 or not fragment.backing_store or not fragment.mod_time:
+        return False
+    return int(now * NANOS) - fragment.mod_time * NANOS >= retention_ns
+
+
+def plan_prune(journals: Iterable[tuple[pb.JournalSpec, Sequence[pb.Fragment]]],
+               now: float) -> Plan:
+    """Which fragments of `journals` have outlived their journal's retention at `now`."""
+    plan = Plan()
+    for spec, fragments in journals:
+        retention = retention_nanos(spec)
+        for f in fragments:
+            plan.fragments += 1
+            plan.bytes_total += f.end - f.begin
+            if not f.backing_store or not f.mod_time:
+                plan.unpersisted += 1
+            elif is_expired(f, retention, now):
+                plan.expired.append(f)
+    return plan
+
+
+def delete_partition(file_root: str, items: Iterable[bytes]) -> Iterator[Outcome]:
+    """Delete one partition's fragments (serialized `Fragment`s); one outcome per fragment.
+
+    Runs on executors: stores are built there from each fragment's backing
+    store URL, with `file_root` rooting `file://` URLs.
+    """
+    fragments = [pb.Fragment.FromString(item) for item in items]
+    if not fragments:
+        return iter(())
+    return iter(asyncio.run(_delete_all(fragments, file_root)))
+
+
+async def _delete_all(fragments: list[pb.Fragment], file_root: str) -> list[Outcome]:
+    gate = asyncio.Semaphore(PARTITION_CONCURRENCY)
+
+    async def one(f: pb.Fragment) -> Outcome:
+        async with gate:
+            return await delete_fragment(f, file_root)
+
+    return await asyncio.gather(*(one(f) for f in fragments))
+
+
+async def delete_fragment(f: pb.Fragment, file_root: str) -> Outcome:
+    """Delete one fragment from its backing store and say how that went."""
+    size = f.end - f.begin
+    try:
+        await get_store(f.backing_store, file_root).delete(f)
+    except StorePermissionError as exc:
+        return DENIED, f.journal, size, str(exc)
+    except StoreNotFoundError:
+        return GONE, f.journal, size, ""
+    except Exception as exc:
+        return FAILED, f.journal, size, str(exc)
+    return PRUNED, f.journal, size, ""
+
+
+def delete_on_spark(expired: Sequence[pb.Fragment], master: str, file_root: str) -> list[Outcome]:
+    """Spread the deletes of `expired` over the executors of `master` and collect outcomes."""
+    if not expired:
+        return []
+    sc = get_session(master, app_name="gazette-journals-prune").sparkContext
+    slices = max(1, min(len(expired), sc.defaultParallelism * 2))
+    rdd = sc.parallelize([f.SerializeToString() for f in expired], slices)
+    outcomes: list[Outcome] = rdd.mapPartitions(
+        functools.partial(delete_partition, file_root)).collect()
+    return outcomes
+
+
+def summarize(selection: Selection, plan: Plan, outcomes: Sequence[Outcome],
+              dry_run: bool) -> PruneSummary:
+    """Fold the plan and the executors' outcomes into the run's counters."""
+    s = PruneSummary(journals=len(selection.journals), journals_skipped=len(selection.suspended),
+                     fragments=plan.fragments, fragments_unpersisted=plan.unpersisted,
+                     bytes_total=plan.bytes_total, dry_run=dry_run,
+                     skipped_journals=list(selection.suspended))
+    if dry_run:
+        s.fragments_pruned = len(plan.expired)
+        s.bytes_pruned = sum(f.end - f.begin for f in plan.expired)
+    for outcome, _, size, message in outcomes:
+        if outcome in (PRUNED, GONE):
+            s.fragments_pruned += 1
+            s.bytes_pruned += size
+        elif outcome == DENIED:
+            s.permission_denied += 1
+        else:
+            s.failed += 1
+        if message:
+            s.errors.append(message)
+    s.errors.sort()
+    s.fragments_kept = s.fragments - s.fragments_pruned
+    s.bytes_kept = s.bytes_total - s.bytes_pruned
+    return s
+
+
+def prune_selection(selection: Selection, *, now: float | None = None, dry_run: bool = False,
+                    master: str = DEFAULT_MASTER,
+                    file_root: str = DEFAULT_FILE_ROOT) -> PruneSummary:
+    """Plan against `now` (default: the current time), delete on Spark unless `dry_run`."""
+    plan = plan_prune(selection.journals, clock() if now is None else now)
+    outcomes = [] if dry_run else delete_on_spark(plan.expired, master, file_root)
+    return summarize(selection, plan, outcomes, dry_run)
+
+
+def run_prune(address: str, selector: str, *, now: float | None = None, dry_run: bool = False,
+              master: str = DEFAULT_MASTER, file_root: str = DEFAULT_FILE_ROOT,
+              timeout: float = DEFAULT_TIMEOUT) -> PruneSummary:
+    """List through the broker at `address`, then prune; the whole job in one call."""
+    if not selector.strip():
+        raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
+    sel = parse_selector(selector)
+
+    async def fetch() -> Selection:
+        try:
+            return await fetch_selection(journal_stub(address), sel, selector, timeout)
+        finally:
+            await close_channels()
+
+    selection = asyncio.run(fetch())
+    return prune_selection(selection, now=now, dry_run=dry_run, master=master,
+                           file_root=file_root)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`spark-submit spark_jobs/prune.py` entry: prints the summary as one JSON line.
+
+    Exit codes: 0 done, 1 error or failed deletes, 2 usage, 3 selector matched nothing.
+    """
+    parser = argparse.ArgumentParser(prog="prune.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--broker.address", dest="address", required=True)
+    parser.add_argument("-l", "--selector", required=True)
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--spark-master", default=DEFAULT_MASTER)
+    parser.add_argument("--file-root", default=DEFAULT_FILE_ROOT,
+                        help="Directory rooting file:// fragment stores.")
+    parser.add_argument("--now", type=float, default=None,
+                        help="Judge retention as of this unix time (default: now).")
+    args = parser.parse_args(argv)
+    try:
+        summary = run_prune(args.address, args.selector, now=args.now, dry_run=args.dry_run,
+                            master=args.spark_master, file_root=args.file_root)
+    except NothingMatched as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except GazetteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for name in summary.skipped_journals:
+        print(f"note: skipped suspended journal {name}", file=sys.stderr)
+    print(json.dumps(summary.as_dict(), separators=(",", ":")))
+    return 1 if summary.failed else 0
+
+
+if __name__ == "__main__":
+    # Under spark-submit this file is __main__; run the importable module instead so
+    # executors unpickle its functions by reference.
+    from spark_jobs import prune as _job
+
+    sys.exit(_job.main())

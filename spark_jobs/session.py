@@ -1,0 +1,104 @@
+"""The SparkSession every gazette job runs in: small, quiet and without a web UI.
+
+One session lives per process (Spark allows one SparkContext). `get_session`
+hands back the running one when it already uses the asked-for master and
+otherwise stops it and starts another, so tests and long-lived callers can
+run several jobs without paying JVM start-up each time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # pyspark is imported when a session is built, not with every gazctl run.
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    # The executors' interpreter (the conf key only reaches spark-submit launches): by
+    # default this one, so they import the same installed packages as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+DEFAULT_MASTER = "local[*]"
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# Jobs move lists of fragment names, not data: keep the JVMs small.
+BASE_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "512m",
+    "spark.executor.memory": "512m",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def is_loopback_master(master: str) -> bool:
+    """Whether `master` runs on this machine only: local modes and loopback URLs."""
+    if master == "local" or master.startswith("local["):
+        return True
+    host = urlsplit(master).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def session_conf(master: str, app_name: str, extra: Mapping[str, str] | None = None) -> SparkConf:
+    """The configuration `get_session` starts a session with."""
+    from pyspark import SparkConf
+
+    # Only what is asked for here: the builder merges spark-submit's settings itself.
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
+    for key, value in BASE_CONF.items():
+        conf.set(key, value)
+    # Executors run the same interpreter (and so the same installed packages) as the driver.
+    conf.set("spark.pyspark.python", os.environ.get("PYSPARK_PYTHON", sys.executable))
+    conf.set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
+    if is_loopback_master(master):
+        # Nothing leaves the machine: bind the driver to loopback so executors on this
+        # host reach it, whatever the host name resolves to.
+        conf.set("spark.driver.host", "127.0.0.1")
+        conf.set("spark.driver.bindAddress", "127.0.0.1")
+    for key, value in (extra or {}).items():
+        conf.set(key, value)
+    return conf
+
+
+_session: SparkSession | None = None
+
+
+def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
+                extra: Mapping[str, str] | None = None) -> SparkSession:
+    """A running SparkSession on `master`, reusing this process's session when it matches."""
+    global _session
+    if _session is not None:
+        if _session.sparkContext.master == master and not extra:
+            return _session
+        stop_session()
+    from pyspark.sql import SparkSession
+
+    # The executors' interpreter (the conf key only reaches spark-submit launches): by
+    # default this one, so they import the same installed packages as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if is_loopback_master(master):
+        # Read by the JVM at launch; keeps Spark from picking an outward interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = SparkSession.builder.config(conf=session_conf(master, app_name, extra)).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    _session = session
+    return session
+
+
+def stop_session() -> None:
+    """Stop the session `get_session` started, if it runs."""
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
