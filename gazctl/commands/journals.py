@@ -12,6 +12,7 @@ from gazctl.commands import (
     journals_list,
     journals_prune,
     journals_read,
+    journals_recovery,
 )
 
 app = typer.Typer(help="Create, list, append to and read journals.", no_args_is_help=True)
@@ -22,3 +23,5 @@ app.command("append")(journals_append.append)
 app.command("read")(journals_read.read)
 app.command("fragments")(journals_fragments.fragments)
 app.command("prune")(journals_prune.prune)
+app.command("reset-head")(journals_recovery.reset_head)
+app.command("store-health")(journals_recovery.store_health)

@@ -1,0 +1,92 @@
+"""`gazctl journals reset-head` and `store-health`: recovery and store checks.
+
+reset-head lets brokers take appends again after every replica of a journal
+lost its spool (they answer INDEX_HAS_GREATER_OFFSET): it reads the highest
+offset of the fragment index and sends an empty append at exactly that
+offset, which moves the write head there. Doing so on a healthy journal
+changes nothing. Unlike Go's, a journal that fails makes the command exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import grpc
+import typer
+
+from gazctl.commands.selection import matched_journals, require_selector
+from gazctl.config import BrokerAddress, Selector, run
+from gazctl.render import stderr, stdout
+from gazette_core.broker.client.appender import append
+from gazette_core.broker.client.journals import fetch_write_head
+from gazette_core.broker.client.rpc_errors import from_rpc_error
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.validate_ext import validate_store_url
+from gazette_core.errors import AppendError, GazetteError, StatusError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+FULL = pb.JournalSpec.Suspend.FULL
+
+
+def reset_head(selector: str = Selector, broker: str | None = BrokerAddress) -> None:
+    """Move each selected journal's write head to the end of its fragment index."""
+    sel = require_selector(selector)
+
+    async def body(stub: JournalAsyncStub) -> list[tuple[str, str, bool]]:
+        journals = [j for j in await matched_journals(stub, sel, selector)
+                    if not (j.spec.HasField("suspend") and j.spec.suspend.level == FULL)]
+        return list(await asyncio.gather(*(_reset(stub, j.spec.name) for j in journals)))
+
+    failed = 0
+    for journal, outcome, ok in run(broker, body):
+        (stdout if ok else stderr).print(f"{journal}: {outcome}", highlight=False)
+        failed += not ok
+    if failed:
+        raise GazetteError(f"{failed} journal(s) could not be reset")
+
+
+async def _reset(stub: JournalAsyncStub, journal: str) -> tuple[str, str, bool]:
+    try:
+        head = await fetch_write_head(stub, journal)
+        # SUSPEND_KEEP: a partially suspended journal stays suspended.
+        await append(stub, journal, b"", offset=head, suspend=pb.AppendRequest.SUSPEND_KEEP)
+    except AppendError as exc:
+        if exc.status == pb.WRONG_APPEND_OFFSET:
+            return journal, "not reset: appends raced the reset (it is writable)", True
+        return journal, f"not reset: {exc}", False
+    except (StatusError, GazetteError) as exc:
+        return journal, f"not reset: {exc}", False
+    return journal, f"write head at {head}", True
+
+
+def store_health(
+    store: str = typer.Argument(..., help="Fragment store URL, e.g. s3://bucket/prefix/."),
+    check_delete_prefix: str | None = typer.Option(
+        None, "--check-delete-prefix",
+        help="Also write and delete a probe object under this prefix (ending in /; "
+             "empty for the store root)."),
+    broker: str | None = BrokerAddress,
+) -> None:
+    """Check a fragment store through a broker, with the broker's own credentials."""
+    validate_store_url(store)
+    req = pb.FragmentStoreHealthRequest(fragment_store=store,
+                                        check_delete=check_delete_prefix is not None,
+                                        check_delete_prefix=check_delete_prefix or "")
+
+    async def body(stub: JournalAsyncStub) -> pb.FragmentStoreHealthResponse:
+        try:
+            resp: pb.FragmentStoreHealthResponse = await stub.FragmentStoreHealth(req, timeout=60)
+        except grpc.aio.AioRpcError as err:
+            raise from_rpc_error(err, "FragmentStoreHealth") from err
+        return resp
+
+    resp = run(broker, body)
+    if resp.status == pb.OK:
+        stdout.print(f"Fragment store {store} is healthy", highlight=False)
+        return
+    detail = f": {resp.store_health_error}" if resp.store_health_error else ""
+    raise GazetteError(f"fragment store {store} is not healthy "
+                       f"({pb.Status.Name(resp.status)}){detail}")
