@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -79,10 +80,14 @@ def read(
     starts = _load_offsets(offsets)
     out: BinaryIO = sys.stdout.buffer if output == "-" else open(output, "wb")  # noqa: SIM115
     finals: dict[str, int] = {}
+    # SIGTERM (a supervisor stopping us) ends the read like Ctrl-C does, so the
+    # final offsets are still written.
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         total = run(broker, lambda stub: _read_all(stub, sel, selector, Output(out, count),
                                                    block, tail, begin, starts, finals))
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if out is not sys.stdout.buffer:
             out.close()
         if offsets_out:
@@ -148,6 +153,10 @@ async def _read_one(stub: JournalAsyncStub, req: pb.ReadRequest, out: Output,
         if held:
             out.lock.release()
     return total
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _load_offsets(path: str) -> dict[str, int]:

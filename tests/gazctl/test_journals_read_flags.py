@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,10 +13,10 @@ import pytest
 
 from gazctl.timeflags import parse_time, since_to_unix
 from gazette_core.errors import ValidationError
-from tests.gazctl.support import cli, ok, wait_primaries
+from tests.gazctl.support import GAZCTL, cli, isolated_env, ok, wait_primaries
 from tests.gazctl.test_journals_append_read import TREE, _append
 
-JOURNALS = ["rf/count", "rf/offsets", "rf/two/a", "rf/two/b"]
+JOURNALS = ["rf/count", "rf/offsets", "rf/term", "rf/two/a", "rf/two/b"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -86,3 +89,29 @@ def test_time_flags_take_unix_seconds_rfc3339_and_durations() -> None:
     with pytest.raises(ValidationError, match="expected unix seconds or an RFC 3339 time"):
         parse_time("yesterday", "--to")
     assert since_to_unix("2h30m", now=10_000.0) == 1000
+
+
+def test_sigterm_ends_a_blocking_read_and_writes_its_offsets(
+        address: str, tmp_path: Path, state_home: Path) -> None:
+    _append(address, "rf/term", b"one\ntwo\n")
+    offsets, out_path = tmp_path / "offsets.json", tmp_path / "stdout"
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen(
+            [*GAZCTL, "journals", "read", "-b", "-l", "name=rf/term", "--offsets-out",
+             str(offsets), "--broker.address", address],
+            stdout=out, stderr=subprocess.PIPE, env=isolated_env(state_home))
+    try:
+        for _ in range(300):  # until the content has been written
+            if out_path.read_bytes() == b"one\ntwo\n":
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    assert out_path.read_bytes() == b"one\ntwo\n"
+    assert json.loads(offsets.read_text()) == {"rf/term": 8}
