@@ -36,11 +36,17 @@ def print_error(exc: BaseException) -> None:
     stderr.print(line, highlight=False, markup=True)
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    """Print a plain table to stdout (header row, no box, so it greps well)."""
+def table_of(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    """A plain table (header row, no box, so it greps well)."""
     t = Table(*columns, box=None, header_style="bold", pad_edge=False)
     for row in rows:
         t.add_row(*(escape(cell) for cell in row))
+    return t
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """Print a plain table to stdout."""
+    t = table_of(columns, rows)
     if stdout.is_terminal:
         stdout.print(t)
         return

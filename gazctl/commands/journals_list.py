@@ -1,24 +1,35 @@
-"""`gazctl journals list`: journals matching a selector, as a table, YAML or JSON."""
+"""`gazctl journals list`: journals matching a selector, as a table, YAML, JSON or proto text.
+
+With --watch the listing is repeated on every change until interrupted.
+"""
 
 from __future__ import annotations
 
 import enum
+import sys
+from typing import TYPE_CHECKING
 
 import typer
+from google.protobuf import text_format
+from rich.live import Live
 
 from gazctl.config import BrokerAddress, Selector, run
-from gazctl.render import json_line, message_dict, stdout, table
-from gazette_core.broker.client.journals import list_journals
+from gazctl.render import json_line, message_dict, stdout, table, table_of
+from gazette_core.broker.client.journals import list_journals, watch_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector, values_of
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
 class Format(enum.StrEnum):
     table = "table"
     yaml = "yaml"
     json = "json"
+    proto = "proto"
 
 
 def list_journals_cmd(
@@ -30,23 +41,57 @@ def list_journals_cmd(
     stores: bool = typer.Option(False, "--stores", help="Show the first fragment store."),
     label_columns: list[str] = typer.Option([], "-L", "--label-columns",
                                             help="Label to show as a column (repeatable)."),
+    watch: bool = typer.Option(False, "--watch",
+                               help="Keep listing: print the journals again on every change "
+                                    "(in place in a terminal) until interrupted."),
     broker: str | None = BrokerAddress,
 ) -> None:
     """List journals with their routes. JSON output is one journal per line."""
     sel = parse_selector(selector)
-    resp = run(broker, lambda stub: list_journals(stub, sel))
+    options: Options = (output, primary, replicas, rf, stores, label_columns)
+    if watch:
+        run(broker, lambda stub: _watch(stub, sel, options))
+        return
+    _print(run(broker, lambda stub: list_journals(stub, sel)), options)
+
+
+Options = tuple[Format, bool, bool, bool, bool, list[str]]
+
+
+async def _watch(stub: JournalAsyncStub, sel: pb.LabelSelector, options: Options) -> None:
+    """Print every snapshot: a terminal's table is redrawn in place, a pipe gets them all."""
+    snapshots = watch_journals(stub, sel)
+    if stdout.is_terminal and options[0] is Format.table:
+        with Live(console=stdout, auto_refresh=False) as live:
+            async for resp in snapshots:
+                live.update(table_of(*_table(resp, options)), refresh=True)
+        return
+    async for resp in snapshots:
+        if options[0] is Format.yaml:
+            stdout.out("---")  # one YAML document per snapshot
+        _print(resp, options)
+        sys.stdout.flush()
+
+
+def _print(resp: pb.ListResponse, options: Options) -> None:
+    output = options[0]
     if output is Format.yaml:
         stdout.out(dump_tree(hoist([(j.spec, j.mod_revision) for j in resp.journals])), end="")
     elif output is Format.json:
         for j in resp.journals:
             json_line(message_dict(j))
+    elif output is Format.proto:
+        stdout.out(text_format.MessageToString(resp), end="")
     else:
-        cols = ["Name", *(["RF"] if rf else []), *(["Primary"] if primary else []),
-                *(["Replicas"] if replicas else []), *(["Stores"] if stores else []),
-                *label_columns]
-        table(cols, [_row(j, primary, replicas, rf, stores, label_columns)
-                     for j in resp.journals])
+        table(*_table(resp, options))
 
+
+def _table(resp: pb.ListResponse, options: Options) -> tuple[list[str], list[list[str]]]:
+    _, primary, replicas, rf, stores, label_columns = options
+    cols = ["Name", *(["RF"] if rf else []), *(["Primary"] if primary else []),
+            *(["Replicas"] if replicas else []), *(["Stores"] if stores else []),
+            *label_columns]
+    return cols, [_row(j, primary, replicas, rf, stores, label_columns) for j in resp.journals]
 
 
 def _row(j: pb.ListResponse.Journal, primary: bool, replicas: bool, rf: bool, stores: bool,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+from pathlib import Path
 
 import pytest
+from google.protobuf import text_format
 
-from tests.gazctl.support import journals, ok, wait_primaries
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from tests.gazctl.support import GAZCTL, isolated_env, journals, ok, wait_primaries
 
 LONG = "list/long/" + "a-very-long-journal-name-" * 4 + "end"
 TREE = f"""\
@@ -168,3 +173,42 @@ def test_yaml_output_applies_back_unchanged(address: str) -> None:
                   "--broker.address", address)
     assert re.sub(r"revision: \d+", "", relisted.stdout) == re.sub(
         r"revision: \d+", "", listed.stdout)
+
+
+def test_proto_output_is_the_list_response_in_text_format(address: str) -> None:
+    result = ok("journals", "list", "-l", "prefix=list/", "-o", "proto",
+                "--broker.address", address)
+
+    parsed = text_format.Parse(result.stdout, pb.ListResponse())
+    assert [j.spec.name for j in parsed.journals] == NAMES
+    assert {j.spec.name: j.spec for j in parsed.journals} == {
+        j.spec.name: j.spec for j in journals(address, "prefix=list/")}
+
+
+def test_watch_prints_a_new_listing_on_every_change(address: str, state_home: Path) -> None:
+    ok("journals", "apply", "--broker.address", address,
+       input="name: watched/a\nreplication: 1\nfragment:\n  length: 1024\n"
+             "  compression_codec: NONE\n  refresh_interval: 1s\nrevision: 0\n")
+    proc = subprocess.Popen(
+        [*GAZCTL, "journals", "list", "--watch", "-l", "prefix=watched/", "-o", "json",
+         "--broker.address", address],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=isolated_env(state_home))
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["spec"]["name"] == "watched/a"
+        ok("journals", "apply", "--broker.address", address,
+           input="name: watched/b\nreplication: 1\nfragment:\n  length: 1024\n"
+                 "  compression_codec: NONE\n  refresh_interval: 1s\nrevision: 0\n")
+        # The next snapshot lists both journals.
+        names = [json.loads(proc.stdout.readline())["spec"]["name"] for _ in range(2)]
+        assert names == ["watched/a", "watched/b"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
