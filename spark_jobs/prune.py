@@ -39,6 +39,7 @@ from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_nanos
 from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.stores.base import StoreNotFoundError, StorePermissionError
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, ValidationError
@@ -125,7 +126,7 @@ class PruneSummary:
 
 
 def is_suspended(spec: pb.JournalSpec) -> bool:
-    return spec.HasField("suspend") and spec.suspend.level != pb.JournalSpec.Suspend.NONE
+    return suspend_level(spec) != pb.JournalSpec.Suspend.NONE
 
 
 async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,

@@ -96,6 +96,19 @@ def _yaml(spec: pb.JournalSpec, revision: int) -> list[str]:
     return dump_tree(hoist([(spec, revision)])).splitlines()
 
 
+async def plan_and_apply(stub: JournalAsyncStub, request: pb.ApplyRequest, max_txn_size: int,
+                         dry_run: bool = False) -> tuple[list[Planned], int]:
+    """Classify the request's changes and apply those that change something.
+
+    The revision of the last transaction, or 0 when nothing was sent.
+    """
+    planned = await plan(stub, request)
+    changes = to_send(planned)
+    if dry_run or not changes:
+        return planned, 0
+    return planned, await apply_in_batches(stub, changes, max_txn_size)
+
+
 async def apply_in_batches(stub: JournalAsyncStub, changes: list[pb.ApplyRequest.Change],
                            max_txn_size: int) -> int:
     """Apply in transactions of at most `max_txn_size` changes (0: one); the last revision.

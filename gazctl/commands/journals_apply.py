@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from gazctl.commands.apply_plan import (
-    Planned,
-    apply_in_batches,
-    plan,
-    report,
-    to_send,
-)
+from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.config import BrokerAddress, run
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
@@ -22,10 +15,6 @@ from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
 from gazette_core.errors import StatusError, ValidationError
-
-if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
-
 
 
 def apply(
@@ -44,15 +33,9 @@ def apply(
     request = to_apply_request(push_down(load_tree(text)))
     validate_apply_request(request)
 
-    async def body(stub: JournalAsyncStub) -> tuple[list[Planned], int]:
-        planned = await plan(stub, request)
-        changes = to_send(planned)
-        if dry_run or not changes:
-            return planned, 0
-        return planned, await apply_in_batches(stub, changes, max_txn_size)
-
     try:
-        planned, revision = run(broker, body)
+        planned, revision = run(
+            broker, lambda stub: plan_and_apply(stub, request, max_txn_size, dry_run))
     except StatusError as exc:
         if exc.status == pb.ETCD_TRANSACTION_FAILED:
             applied = ("nothing was applied" if not max_txn_size else

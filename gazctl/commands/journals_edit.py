@@ -15,11 +15,10 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from gazctl.commands.apply_plan import Planned, apply_in_batches, plan, report, to_send
+from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, run
 from gazctl.render import stdout
@@ -28,9 +27,6 @@ from gazette_core.broker.journalspace.pushdown import push_down, to_apply_reques
 from gazette_core.broker.journalspace.yaml_io import dump_tree, load_tree
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
 from gazette_core.errors import GazetteError, StatusError, ValidationError
-
-if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 NOTE = "#\u2699"  # lines of ours, dropped before parsing
 WARN = "#\u26a0"  # the errors of the previous attempt, dropped too
@@ -109,12 +105,7 @@ def _apply(text: str, max_txn_size: int, broker: str | None) -> None:
     request = to_apply_request(push_down(load_tree(text)))
     validate_apply_request(request)
 
-    async def body(stub: JournalAsyncStub) -> tuple[list[Planned], int]:
-        planned = await plan(stub, request)
-        changes = to_send(planned)
-        return planned, (await apply_in_batches(stub, changes, max_txn_size) if changes else 0)
-
-    planned, revision = run(broker, body)
+    planned, revision = run(broker, lambda stub: plan_and_apply(stub, request, max_txn_size))
     report(planned, show_diff=False)
     sent = len(to_send(planned))
     stdout.print(f"applied {sent} change(s) at revision {revision}" if sent

@@ -16,6 +16,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_seconds
 from gazette_core.broker.protocol.fragment_ext import sum_to_hex
 from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.broker.protocol.suspend_ext import fully_suspended
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -46,7 +47,7 @@ def fragments(
     async def body(stub: JournalAsyncStub) -> Listed:
         out: Listed = []
         for j in (await list_journals(stub, sel)).journals:
-            if j.spec.HasField("suspend") and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL:
+            if fully_suspended(j.spec):
                 continue
             req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=begin,
                                       end_mod_time=end)

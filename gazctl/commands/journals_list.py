@@ -20,6 +20,7 @@ from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector, values_of
+from gazette_core.broker.protocol.suspend_ext import suspend_level
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -102,7 +103,7 @@ def _row(j: pb.ListResponse.Journal, primary: bool, replicas: bool, rf: bool, st
         row.append(str(j.spec.replication))
     if primary:
         cell = route.members[route.primary].suffix if route.primary >= 0 else "<none>"
-        suspended = j.spec.HasField("suspend") and j.spec.suspend.level != 0
+        suspended = suspend_level(j.spec) != pb.JournalSpec.Suspend.NONE
         row.append(cell + (" <S>" if suspended else ""))
     if replicas:
         row.append(",".join(m.suffix for i, m in enumerate(route.members)

@@ -24,6 +24,7 @@ from gazctl.render import stderr
 from gazctl.timeflags import parse_time, since_to_unix
 from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -100,8 +101,7 @@ async def _read_all(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str, ou
                     block: bool, tail: bool, begin: int, starts: dict[str, int],
                     finals: dict[str, int]) -> int:
     journals = [j.spec.name for j in await matched_journals(stub, sel, text)
-                if not (j.spec.HasField("suspend")
-                        and j.spec.suspend.level == pb.JournalSpec.Suspend.FULL)]
+                if not fully_suspended(j.spec)]
     requests = [pb.ReadRequest(journal=name, offset=starts.get(name, -1 if tail else 0),
                                block=block, begin_mod_time=begin) for name in journals]
     readers = [asyncio.ensure_future(_read_one(stub, r, out, finals)) for r in requests]

@@ -22,14 +22,12 @@ from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.broker.protocol.validate_ext import validate_store_url
 from gazette_core.errors import AppendError, GazetteError, StatusError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
-
-FULL = pb.JournalSpec.Suspend.FULL
-
 
 def reset_head(selector: str = Selector, broker: str | None = BrokerAddress) -> None:
     """Move each selected journal's write head to the end of its fragment index."""
@@ -37,7 +35,7 @@ def reset_head(selector: str = Selector, broker: str | None = BrokerAddress) -> 
 
     async def body(stub: JournalAsyncStub) -> list[tuple[str, str, bool]]:
         journals = [j for j in await matched_journals(stub, sel, selector)
-                    if not (j.spec.HasField("suspend") and j.spec.suspend.level == FULL)]
+                    if not fully_suspended(j.spec)]
         return list(await asyncio.gather(*(_reset(stub, j.spec.name) for j in journals)))
 
     failed = 0

@@ -22,6 +22,7 @@ from gazette_core.broker.append_stream import (
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
+from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.protocol.validate_ext import validate_append_request
 from gazette_core.broker.proxy import proxy_append
 from gazette_core.broker.resolver import Resolution
@@ -124,7 +125,7 @@ async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendReq
         return pb.AppendResponse(status=pb.WRONG_APPEND_OFFSET, header=res.header)
     if req.offset == max_offset and spool.fragment.end != max_offset:
         await pln.roll(max_offset, codec)
-    level = spec.suspend.level if spec.HasField("suspend") else pb.JournalSpec.Suspend.NONE
+    level = suspend_level(spec)
     if req.suspend == pb.AppendRequest.SUSPEND_NO_RESUME and level != pb.JournalSpec.Suspend.NONE:
         return pb.AppendResponse(status=pb.SUSPENDED, header=res.header)
     return None

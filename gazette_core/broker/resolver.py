@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from gazette_core.allocator.keys import parse_assign_key
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.broker.protocol.validate_ext import strip_meta
 from gazette_core.broker.replica import Replica
 from gazette_core.errors import GazetteError
@@ -126,7 +127,7 @@ class Resolver:
         route = res.route
         if res.spec is None:
             return pb.JOURNAL_NOT_FOUND
-        if res.spec.HasField("suspend") and res.spec.suspend.level == pb.JournalSpec.Suspend.FULL:
+        if fully_suspended(res.spec):
             return pb.SUSPENDED
         if require_primary and route.primary == -1:
             return pb.NO_JOURNAL_PRIMARY_BROKER

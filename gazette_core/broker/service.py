@@ -28,6 +28,7 @@ from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.route_ext import route_equivalent
+from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
@@ -134,7 +135,7 @@ class Broker:
     def _desired_replication(self, spec: object) -> int:
         if not isinstance(spec, pb.JournalSpec):
             return 0
-        level = spec.suspend.level if spec.HasField("suspend") else 0
+        level = suspend_level(spec)
         if level == pb.JournalSpec.Suspend.FULL:
             return 0
         if level == pb.JournalSpec.Suspend.PARTIAL:

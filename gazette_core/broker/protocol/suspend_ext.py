@@ -1,0 +1,16 @@
+"""A journal spec's suspension level (an unset `suspend` means NONE)."""
+
+from __future__ import annotations
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+
+Level = pb.JournalSpec.Suspend
+
+
+def suspend_level(spec: pb.JournalSpec) -> int:
+    return spec.suspend.level if spec.HasField("suspend") else Level.NONE
+
+
+def fully_suspended(spec: pb.JournalSpec) -> bool:
+    """FULL: no assignments and no content to read (broker.md 7.1)."""
+    return suspend_level(spec) == Level.FULL
