@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from gazctl.records import MAGIC, fnv1a32
-from tests.gazctl.support import cli, content, ok, wait_primaries
-from tests.gazctl.test_journals_append_read import TREE
+from tests.gazctl.support import cli, content, ok
+from tests.gazctl.test_journals_append_read import create_journals
 
 PARTS = ["am/p0", "am/p1", "am/p2"]
 GROUPS = ["random", "modulo", "rendezvous", "direct", "fixed", "b64"]
@@ -18,11 +18,7 @@ GROUPS = ["random", "modulo", "rendezvous", "direct", "fixed", "b64"]
 
 @pytest.fixture(scope="module", autouse=True)
 def partitions(address: str) -> None:
-    names = sorted(f"am/{g}/{p[-2:]}" for g in GROUPS for p in PARTS)
-    children = "".join(f"  - name: {n}\n    revision: 0\n" for n in names)
-    ok("journals", "apply", "--broker.address", address,
-       input=TREE.format(children=children).replace("name: rw/", "name: am/"))
-    wait_primaries(address, "prefix=am/")
+    create_journals(address, "am", sorted(f"am/{g}/{p[-2:]}" for g in GROUPS for p in PARTS))
 
 
 def journals_of(group: str) -> list[str]:

@@ -40,11 +40,17 @@ JOURNALS = ["rw/bin", "rw/blocking", "rw/file", "rw/mix/a", "rw/mix/b", "rw/mix/
             "rw/tail", "rw/to-file"]
 
 
+def create_journals(address: str, root: str, names: list[str]) -> None:
+    """Journals `names` (sorted, all under `root`/) with TREE's settings, once assigned."""
+    children = "".join(f"  - name: {name}\n    revision: 0\n" for name in names)
+    ok("journals", "apply", "--broker.address", address,
+       input=TREE.format(children=children).replace("name: rw/", f"name: {root}/"))
+    wait_primaries(address, f"prefix={root}/")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def rw_journals(address: str) -> None:
-    children = "".join(f"  - name: {name}\n    revision: 0\n" for name in JOURNALS)
-    ok("journals", "apply", "--broker.address", address, input=TREE.format(children=children))
-    wait_primaries(address, "suite=rw")
+    create_journals(address, "rw", JOURNALS)
 
 
 def _append(address: str, journal: str, data: bytes) -> str:

@@ -13,18 +13,15 @@ import pytest
 
 from gazctl.timeflags import parse_time, since_to_unix
 from gazette_core.errors import ValidationError
-from tests.gazctl.support import GAZCTL, cli, isolated_env, ok, wait_primaries
-from tests.gazctl.test_journals_append_read import TREE, _append
+from tests.gazctl.support import GAZCTL, cli, isolated_env, ok
+from tests.gazctl.test_journals_append_read import _append, create_journals
 
 JOURNALS = ["rf/count", "rf/offsets", "rf/term", "rf/two/a", "rf/two/b"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def rf_journals(address: str) -> None:
-    children = "".join(f"  - name: {name}\n    revision: 0\n" for name in JOURNALS)
-    ok("journals", "apply", "--broker.address", address,
-       input=TREE.format(children=children).replace("name: rw/", "name: rf/"))
-    wait_primaries(address, "prefix=rf/")
+    create_journals(address, "rf", JOURNALS)
 
 
 def test_offsets_out_then_offsets_resume_where_the_last_read_stopped(

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gazctl.support import cli, content, ok, wait_primaries
-from tests.gazctl.test_journals_append_read import TREE, _append
+from tests.gazctl.support import cli, content, ok
+from tests.gazctl.test_journals_append_read import _append, create_journals
 
 JOURNALS = ["rh/a", "rh/b"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def rh_journals(address: str) -> None:
-    children = "".join(f"  - name: {name}\n    revision: 0\n" for name in JOURNALS)
-    ok("journals", "apply", "--broker.address", address,
-       input=TREE.format(children=children).replace("name: rw/", "name: rh/"))
-    wait_primaries(address, "prefix=rh/")
+    create_journals(address, "rh", JOURNALS)
 
 
 def test_reset_head_of_healthy_journals_keeps_their_content(address: str) -> None:
