@@ -11,11 +11,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import grpc
 import typer
 
 from gazctl.ini import load as load_ini
-from gazette_core.broker.client.channel import close_channels, journal_stub
-from gazette_core.errors import UnavailableError
+from gazette_core.broker.client.channel import close_channels, dial, journal_stub
+from gazette_core.broker.protocol.durations_ext import parse_go_duration
+from gazette_core.errors import UnavailableError, ValidationError
 from gazette_core.local.stack import active_broker_address
 
 if TYPE_CHECKING:
@@ -28,6 +30,9 @@ BrokerAddress = typer.Option(
     None, "--broker.address", envvar="BROKER_ADDRESS", show_envvar=True,
     help="Broker endpoint URL. Defaults to the stack started by `gazctl local up`, "
          "else http://localhost:8080.")
+Timeout = typer.Option(
+    "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
+    help="How long to wait to connect to the broker, as a duration like 500ms, 10s or 1m.")
 Selector = typer.Option("", "-l", "--selector",
                         help="Label selector, e.g. 'app=clicks, name:prefix=acme/'.")
 
@@ -52,18 +57,58 @@ def resolve_address(flag: str | None) -> tuple[str, str]:
     return DEFAULT_ADDRESS, "default"
 
 
-def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]]) -> T:
-    """Run `body` with a Journal stub; an unreachable broker becomes a clear error."""
+def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
+        timeout: str = "10s") -> T:
+    """Run `body` with a Journal stub; an unreachable broker becomes a clear error.
+
+    The broker must accept a connection within `timeout`, so a wrong address
+    or a broker that never answers fails fast instead of hanging (Go's gazctl
+    waits for ever). Once connected, `body` takes as long as its work does.
+    """
     target = broker_address(address)
+    limit = connect_timeout(timeout)
 
     async def main() -> T:
         try:
-            return await body(journal_stub(target))
-        except UnavailableError as exc:
-            err = UnavailableError(f"cannot reach broker at {target}: {exc}")
-            err.hint = "start one with `gazctl local up` or set --broker.address"
-            raise err from None
+            await _connect(target, limit)
+            try:
+                return await body(journal_stub(target))
+            except UnavailableError as exc:
+                raise _unreachable(target, str(exc)) from None
         finally:
             await close_channels()
 
     return asyncio.run(main())
+
+
+def connect_timeout(text: str) -> float:
+    """Seconds from a `--timeout` duration; it must be positive."""
+    seconds = parse_go_duration(text.strip(), "--timeout")
+    if seconds <= 0:
+        raise ValidationError("--timeout", f"expected a positive duration, got {text!r}")
+    return seconds
+
+
+async def _connect(target: str, limit: float) -> None:
+    """Wait until the channel connects or fails; a refusal is left to the first RPC.
+
+    A refused connection fails at once and the RPC's own error says why; only
+    a connection that neither succeeds nor fails (a black-holed address, a
+    server that never answers) needs the deadline.
+    """
+    channel = dial(target)
+    settled = (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE)
+    try:
+        async with asyncio.timeout(limit):
+            state = channel.get_state(try_to_connect=True)
+            while state not in settled:
+                await channel.wait_for_state_change(state)
+                state = channel.get_state(try_to_connect=True)
+    except TimeoutError:
+        raise _unreachable(target, f"no connection within {limit:g}s") from None
+
+
+def _unreachable(target: str, reason: str) -> UnavailableError:
+    err = UnavailableError(f"cannot reach broker at {target}: {reason}")
+    err.hint = "start one with `gazctl local up`, set --broker.address, or raise --timeout"
+    return err

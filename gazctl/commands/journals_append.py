@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Selector, run
+from gazctl.config import BrokerAddress, Selector, Timeout, run
 from gazctl.records import Framing, Mapper, Mapping, check_options, records
 from gazctl.render import stdout
 from gazette_core.broker.client.append_service import AppendService, AsyncAppend
@@ -39,12 +39,13 @@ def append(
                                          "journal name."),
     b64: bool = typer.Option(False, "--base64", help="Keys (lines framing) are base64."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Append the input to journals of the selection: whole, or record by record."""
     check_options(framing, mapping, b64)
     sel = require_selector(selector)
     if framing is Framing.none:
-        _append_whole(sel, selector, input_path, broker)
+        _append_whole(sel, selector, input_path, broker, timeout)
         return
     source = sys.stdin.buffer if input_path == "-" else _open(input_path)
 
@@ -52,13 +53,13 @@ def append(
         journals = [j.spec.name for j in await matched_journals(stub, sel, selector)]
         return await _append_records(stub, source, Mapper(mapping, journals, framing, b64))
 
-    count, size, used = run(broker, body)
+    count, size, used = run(broker, body, timeout)
     stdout.print(f"appended {count} record(s), {size} bytes, to {used} journal(s)",
                  highlight=False)
 
 
 def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
-                  broker: str | None) -> None:
+                  broker: str | None, timeout: str) -> None:
     data = sys.stdin.buffer.read() if input_path == "-" else _read(input_path)
 
     async def body(stub: JournalAsyncStub) -> pb.AppendResponse:
@@ -66,7 +67,7 @@ def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
         journal = random.choice(journals).spec.name
         return await append_retrying(stub, journal, data)
 
-    resp = run(broker, body)
+    resp = run(broker, body, timeout)
     c = resp.commit
     stdout.print(f"appended {c.end - c.begin} bytes to {c.journal} at offsets "
                  f"[{c.begin}, {c.end})", highlight=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
-from gazctl.config import BrokerAddress, run
+from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
 from gazette_core.broker.journalspace.yaml_io import load_tree
@@ -24,6 +24,7 @@ def apply(
     max_txn_size: int = typer.Option(0, "--max-txn-size", min=0,
                                      help="Most changes per Etcd transaction (0: no limit)."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Apply journal specs from a YAML tree (revision 0 creates, -1 ignores revisions).
 
@@ -35,7 +36,7 @@ def apply(
 
     try:
         planned, revision = run(
-            broker, lambda stub: plan_and_apply(stub, request, max_txn_size, dry_run))
+            broker, lambda stub: plan_and_apply(stub, request, max_txn_size, dry_run), timeout)
     except StatusError as exc:
         if exc.status == pb.ETCD_TRANSACTION_FAILED:
             applied = ("nothing was applied" if not max_txn_size else

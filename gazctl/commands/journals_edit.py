@@ -14,13 +14,14 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, run
+from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
@@ -44,18 +45,19 @@ def edit(
     max_txn_size: int = typer.Option(0, "--max-txn-size", min=0,
                                      help="Most changes per Etcd transaction (0: no limit)."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Edit the specs of the selected journals in $GAZ_EDITOR, $EDITOR or vi, then apply them."""
     sel = require_selector(selector)
-    found = run(broker, lambda stub: matched_journals(stub, sel, selector))
+    found = run(broker, lambda stub: matched_journals(stub, sel, selector), timeout)
     original = dump_tree(hoist([(j.spec, j.mod_revision) for j in found]))
     fd, name = tempfile.mkstemp(prefix="gazctl-journals-edit-", suffix=".yaml")
     os.close(fd)
     path = Path(name)
-    _edit_loop(path, original, max_txn_size, broker)
+    _edit_loop(path, original, lambda text: _apply(text, max_txn_size, broker, timeout))
 
 
-def _edit_loop(path: Path, original: str, max_txn_size: int, broker: str | None) -> None:
+def _edit_loop(path: Path, original: str, apply: Callable[[str], None]) -> None:
     text, errors = original, ""
     while True:
         edited = _open_editor(path, text, errors)
@@ -71,7 +73,7 @@ def _edit_loop(path: Path, original: str, max_txn_size: int, broker: str | None)
             raise GazetteError(f"no changes to the invalid file; last edits saved to {path}")
         text = edited
         try:
-            _apply(text, max_txn_size, broker)
+            apply(text)
         except (ValidationError, StatusError) as exc:
             errors = str(exc)
             continue
@@ -100,12 +102,13 @@ def _open_editor(path: Path, text: str, errors: str) -> str:
     return "".join(kept)
 
 
-def _apply(text: str, max_txn_size: int, broker: str | None) -> None:
+def _apply(text: str, max_txn_size: int, broker: str | None, timeout: str) -> None:
     """Validate the edited tree and apply the journals that changed."""
     request = to_apply_request(push_down(load_tree(text)))
     validate_apply_request(request)
 
-    planned, revision = run(broker, lambda stub: plan_and_apply(stub, request, max_txn_size))
+    planned, revision = run(
+        broker, lambda stub: plan_and_apply(stub, request, max_txn_size), timeout)
     report(planned, show_diff=False)
     sent = len(to_send(planned))
     stdout.print(f"applied {sent} change(s) at revision {revision}" if sent

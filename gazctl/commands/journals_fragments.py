@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gazctl.config import BrokerAddress, Selector, run
+from gazctl.config import BrokerAddress, Selector, Timeout, run
 from gazctl.render import humanize_bytes, json_line, message_dict, table
 from gazctl.timeflags import parse_time
 from gazette_core.broker.client.journals import list_fragments, list_journals
@@ -39,6 +39,7 @@ def fragments(
                                                  "time (RFC 3339 or unix seconds)."),
     url_ttl: float = typer.Option(0.0, "--url-ttl", help="Seconds: include signed GET URLs."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """List fragments of the selected journals. JSON output is one fragment per line."""
     sel = parse_selector(selector)
@@ -56,7 +57,7 @@ def fragments(
             out.extend((j.spec.name, f) for f in await list_fragments(stub, req))
         return out
 
-    listed = run(broker, body)
+    listed = run(broker, body, timeout)
     if output is Format.json:
         for _, f in listed:
             json_line(message_dict(f))

@@ -13,7 +13,7 @@ import typer
 from google.protobuf import text_format
 from rich.live import Live
 
-from gazctl.config import BrokerAddress, Selector, run
+from gazctl.config import BrokerAddress, Selector, Timeout, run
 from gazctl.render import json_line, message_dict, stdout, table, table_of
 from gazette_core.broker.client.journals import list_journals, watch_journals
 from gazette_core.broker.journalspace.hoist import hoist
@@ -46,14 +46,15 @@ def list_journals_cmd(
                                help="Keep listing: print the journals again on every change "
                                     "(in place in a terminal) until interrupted."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """List journals with their routes. JSON output is one journal per line."""
     sel = parse_selector(selector)
     options: Options = (output, primary, replicas, rf, stores, label_columns)
     if watch:
-        run(broker, lambda stub: _watch(stub, sel, options))
+        run(broker, lambda stub: _watch(stub, sel, options), timeout)
         return
-    _print(run(broker, lambda stub: list_journals(stub, sel)), options)
+    _print(run(broker, lambda stub: list_journals(stub, sel), timeout), options)
 
 
 Options = tuple[Format, bool, bool, bool, bool, list[str]]

@@ -13,7 +13,7 @@ import sys
 import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, run
+from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import humanize_bytes, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import (
@@ -45,6 +45,7 @@ def prune(
                                   help="Directory rooting file:// fragment stores (as the "
                                        "brokers' --broker.file-root)."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Delete persisted fragments older than their journal's fragment retention.
 
@@ -54,7 +55,7 @@ def prune(
     """
     sel = require_selector(selector)
     try:
-        selection = run(broker, lambda stub: fetch_selection(stub, sel, selector))
+        selection = run(broker, lambda stub: fetch_selection(stub, sel, selector), timeout)
     except NothingMatched as exc:
         raise NoMatchError("--selector", str(exc)) from None
     for name in selection.suspended:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Selector, run
+from gazctl.config import BrokerAddress, Selector, Timeout, run
 from gazctl.render import stderr
 from gazctl.timeflags import parse_time, since_to_unix
 from gazette_core.broker.client.retry_reader import RetryReader
@@ -72,6 +72,7 @@ def read(
     count: int = typer.Option(0, "-c", "--count", min=0,
                               help="Stop after this many newline-delimited records."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Read journals matching the selector; output is raw journal content."""
     sel = require_selector(selector)
@@ -86,7 +87,7 @@ def read(
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         total = run(broker, lambda stub: _read_all(stub, sel, selector, Output(out, count),
-                                                   block, tail, begin, starts, finals))
+                                                   block, tail, begin, starts, finals), timeout)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if out is not sys.stdout.buffer:

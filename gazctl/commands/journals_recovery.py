@@ -16,7 +16,7 @@ import grpc
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Selector, run
+from gazctl.config import BrokerAddress, Selector, Timeout, run
 from gazctl.render import stderr, stdout
 from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.journals import fetch_write_head
@@ -29,7 +29,8 @@ from gazette_core.errors import AppendError, GazetteError, StatusError
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
-def reset_head(selector: str = Selector, broker: str | None = BrokerAddress) -> None:
+def reset_head(selector: str = Selector, broker: str | None = BrokerAddress,
+               timeout: str = Timeout) -> None:
     """Move each selected journal's write head to the end of its fragment index."""
     sel = require_selector(selector)
 
@@ -39,7 +40,7 @@ def reset_head(selector: str = Selector, broker: str | None = BrokerAddress) -> 
         return list(await asyncio.gather(*(_reset(stub, j.spec.name) for j in journals)))
 
     failed = 0
-    for journal, outcome, ok in run(broker, body):
+    for journal, outcome, ok in run(broker, body, timeout):
         (stdout if ok else stderr).print(f"{journal}: {outcome}", highlight=False)
         failed += not ok
     if failed:
@@ -67,6 +68,7 @@ def store_health(
         help="Also write and delete a probe object under this prefix (ending in /; "
              "empty for the store root)."),
     broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
 ) -> None:
     """Check a fragment store through a broker, with the broker's own credentials."""
     validate_store_url(store)
@@ -81,7 +83,7 @@ def store_health(
             raise from_rpc_error(err, "FragmentStoreHealth") from err
         return resp
 
-    resp = run(broker, body)
+    resp = run(broker, body, timeout)
     if resp.status == pb.OK:
         stdout.print(f"Fragment store {store} is healthy", highlight=False)
         return

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ from gazctl.main import app
 from gazette_core.testing.etcd import free_port
 from tests.gazctl.support import cli, gazctl, isolated_env
 
-HINT = "(start one with `gazctl local up` or set --broker.address)"
+HINT = "(start one with `gazctl local up`, set --broker.address, or raise --timeout)"
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +106,61 @@ def test_help_through_the_entry_point_exits_0(state_home: Path) -> None:
 
     assert proc.returncode == 0
     assert b"Read journals matching the selector" in proc.stdout
+
+
+@pytest.fixture
+def silent_address() -> Iterator[str]:
+    """An address that accepts TCP connections and never answers, like a wedged server."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_timeout_bounds_the_wait_for_a_broker_that_never_answers(
+        silent_address: str, state_home: Path) -> None:
+    started = time.monotonic()
+    proc = gazctl("journals", "list", "--broker.address", silent_address, "--timeout", "1s",
+                  env=isolated_env(state_home), timeout=30)
+    elapsed = time.monotonic() - started
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        f"error: cannot reach broker at {silent_address}: no connection within 1s {HINT}\n")
+    # gRPC's own handshake deadline is 20 s; the flag, not it, ended the wait.
+    assert elapsed < 15
+
+
+def test_timeout_comes_from_the_environment(silent_address: str, state_home: Path) -> None:
+    env = {**isolated_env(state_home), "GAZCTL_TIMEOUT": "500ms"}
+
+    proc = gazctl("journals", "fragments", "--broker.address", silent_address, env=env,
+                  timeout=30)
+
+    assert proc.returncode == 1
+    assert "no connection within 0.5s" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("value", ["0s", "-1s", "soon"])
+def test_bad_timeout_is_a_clear_error(value: str, silent_address: str) -> None:
+    result = cli("journals", "list", "--broker.address", silent_address, "--timeout", value)
+
+    assert result.exit_code != 0
+    assert "--timeout" in str(result.exception)
+
+
+def _leaf_commands(command: Any, path: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(command, TyperGroup):
+        for name, sub in sorted(command.commands.items()):
+            yield from _leaf_commands(sub, f"{path} {name}")
+    else:
+        yield path, command
+
+
+def test_every_command_that_dials_a_broker_takes_timeout() -> None:
+    dialing = {path: {p.name for p in command.params}
+               for path, command in _leaf_commands(typer.main.get_command(app), "gazctl")
+               if any(p.name == "broker" for p in command.params)}
+
+    assert "gazctl journals read" in dialing and "gazctl journals prune" in dialing
+    assert [path for path, names in dialing.items() if "timeout" not in names] == []

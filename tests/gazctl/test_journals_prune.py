@@ -212,7 +212,8 @@ def test_unreachable_broker_fails_fast(state_home: Path) -> None:
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"error: cannot reach broker at {closed}: List: UNAVAILABLE: ")
-    assert lines[0].endswith("(start one with `gazctl local up` or set --broker.address)")
+    assert lines[0].endswith(
+        "(start one with `gazctl local up`, set --broker.address, or raise --timeout)")
 
 
 @dataclass
