@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from gazette_core.broker import suspension
 from gazette_core.broker.append_stream import (
+    NO_CONTENT_MODES,
     AppendStreamError,
     PendingCommit,
     may_write,
@@ -22,7 +24,6 @@ from gazette_core.broker.append_stream import (
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
-from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.protocol.validate_ext import validate_append_request
 from gazette_core.broker.proxy import proxy_append
 from gazette_core.broker.resolver import Resolution
@@ -44,17 +45,37 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
     if first is None:
         raise AppendStreamError("unexpected EOF")
     validate_append_request(first)
+    content = False
+    if first.suspend in NO_CONTENT_MODES:
+        # Known before any suspension is written, so that bad input changes nothing.
+        requests, content = await _peek_content(requests)
     while True:
         res = await broker.resolve_for_append(first)
         if res.status != pb.OK:
             return pb.AppendResponse(status=res.status, header=res.header)
         if res.header.process_id != broker.process_id:
             return await proxy_append(broker, res, first, requests)
+        if content:
+            return pb.AppendResponse(status=pb.NOT_ALLOWED, header=res.header)
         outcome = await _append_as_primary(broker, res, first, requests)
         if isinstance(outcome, pb.AppendResponse):
             return outcome
         if outcome is not None:
             return await _await_commit(*outcome)
+
+
+async def _peek_content(requests: AsyncIterator[pb.AppendRequest]
+                        ) -> tuple[AsyncIterator[pb.AppendRequest], bool]:
+    """Whether the message after the first carries content; the stream, unchanged."""
+    second = await next_request(requests)
+
+    async def replay() -> AsyncIterator[pb.AppendRequest]:
+        if second is not None:
+            yield second
+        async for req in requests:
+            yield req
+
+    return replay(), second is not None and bool(second.content)
 
 
 async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRequest,
@@ -74,11 +95,13 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
             return None
         if not broker.oversized(res):
             try:
-                outcome = await _append_locked(pipeline, res, first, requests)
+                outcome = await _append_locked(broker, pipeline, res, first, requests)
             except PipelineError:
                 await replica.close_pipeline()  # the next append builds a new one
                 raise
-            return outcome if isinstance(outcome, pb.AppendResponse) else (pipeline, outcome)
+            if outcome is None or isinstance(outcome, pb.AppendResponse):
+                return outcome
+            return pipeline, outcome
     # The route was synced and advertised above; now let the allocator shrink it.
     await broker.keyspace.wait_for_change(res.header.etcd.revision)
     return None
@@ -96,19 +119,32 @@ async def _await_commit(pipeline: Pipeline, pending: PendingCommit) -> pb.Append
         raise
 
 
-async def _append_locked(pln: Pipeline, res: Resolution, first: pb.AppendRequest,
-                         requests: AsyncIterator[pb.AppendRequest]
-                         ) -> pb.AppendResponse | PendingCommit:
+async def _append_locked(broker: Broker, pln: Pipeline, res: Resolution,
+                         first: pb.AppendRequest, requests: AsyncIterator[pb.AppendRequest]
+                         ) -> pb.AppendResponse | PendingCommit | None:
+    """Preconditions, suspension, then the append itself; None means resolve again."""
     refusal = await _check_preconditions(pln, res, first)
     if refusal is not None:
         return refusal
+    step = suspension.decide(first.suspend, pln.replica)
+    if step.write is not None:
+        if step.roll:  # so that the content of the spool persists before the route shrinks
+            await pln.roll(pln.replica.spool.fragment.end,
+                           pln.replica.spec.fragment.compression_codec)
+        await suspension.write_suspend(broker, res, step.write)
+        return None
+    if step.refuse:
+        return pb.AppendResponse(status=step.status, header=res.header)
     await _maybe_roll(pln)
-    return await stream_and_commit(pln, res, first, requests)
+    outcome = await stream_and_commit(pln, res, first, requests)
+    if isinstance(outcome, PendingCommit) and step.status != pb.OK:
+        outcome.response.status = step.status
+    return outcome
 
 
 async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendRequest
                                ) -> pb.AppendResponse | None:
-    """Register, offset and suspension preconditions, in Gazette's order."""
+    """Register and offset preconditions, in Gazette's order."""
     replica = pln.replica
     spool, spec = replica.spool, replica.spec
     codec = spec.fragment.compression_codec
@@ -125,9 +161,6 @@ async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendReq
         return pb.AppendResponse(status=pb.WRONG_APPEND_OFFSET, header=res.header)
     if req.offset == max_offset and spool.fragment.end != max_offset:
         await pln.roll(max_offset, codec)
-    level = suspend_level(spec)
-    if req.suspend == pb.AppendRequest.SUSPEND_NO_RESUME and level != pb.JournalSpec.Suspend.NONE:
-        return pb.AppendResponse(status=pb.SUSPENDED, header=res.header)
     return None
 
 

@@ -20,6 +20,7 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
+from gazette_core.broker import suspension
 from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
@@ -220,6 +221,9 @@ class Broker:
                 req.journal, require_primary=True, may_proxy=not req.do_not_proxy,
                 proxy_header=req.header if req.HasField("header") else None,
                 min_revision=req.min_etcd_revision)
+            if res.status == pb.SUSPENDED and req.suspend == pb.AppendRequest.SUSPEND_RESUME:
+                await suspension.resume_full(self, res)
+                continue
             if res.status != pb.OK or res.header.process_id != self.process_id:
                 return res  # a status, or a primary elsewhere to proxy to
             if len(res.route.members) < self._desired_replication(res.spec):

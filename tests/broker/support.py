@@ -54,3 +54,13 @@ async def read_all(stub: pb_grpc.JournalStub, req: pb.ReadRequest) -> list[pb.Re
     for resp in out:
         validate_read_response(resp)
     return out
+
+
+async def content(stub: pb_grpc.JournalStub, journal: str,
+                  served_by: pb.ProcessSpec.ID | None = None) -> bytes:
+    """The journal's content to its write head; `served_by` checks who answered."""
+    out = await read_all(stub, pb.ReadRequest(journal=journal))
+    assert out[-1].status == pb.OFFSET_NOT_YET_AVAILABLE, out[-1]
+    if served_by is not None:
+        assert out[0].header.process_id == served_by
+    return b"".join(r.content for r in out)

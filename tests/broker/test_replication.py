@@ -3,74 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
-from pathlib import Path
-
-import aetcd
-import pytest_asyncio
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
-from gazette_core.broker.service import Broker
-from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
-from gazette_core.testing.etcd import EtcdServer
-from tests.broker.support import append, read_all
-
-
-class Cluster:
-    def __init__(self, stack: AsyncExitStack, brokers: list[Broker],
-                 stubs: list[pb_grpc.JournalStub]) -> None:
-        self.stack, self.brokers, self.stubs = stack, brokers, stubs
-
-    def stub_of(self, member: pb.ProcessSpec.ID) -> pb_grpc.JournalStub:
-        return self.stubs[[b.process_id for b in self.brokers].index(member)]
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def cluster(etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path
-                  ) -> AsyncIterator[Cluster]:
-    async with AsyncExitStack() as stack:
-        brokers, stubs = [], []
-        for i in range(3):
-            config = broker_config(etcd_server.endpoint, str(tmp_path), id=f"node-{i}")
-            broker = await stack.enter_async_context(running_broker(config))
-            brokers.append(broker)
-            stubs.append(await stack.enter_async_context(journal_stub(broker.endpoint)))
-        yield Cluster(stack, brokers, stubs)
-
-
-async def route_with(stub: pb_grpc.JournalStub, journal: str, members: int) -> pb.Route:
-    """The journal's route once it has `members` members and a primary."""
-    sel = pb.LabelSelector(include=pb.LabelSet(labels=[pb.Label(name="name", value=journal)]))
-    for _ in range(500):
-        async for resp in stub.List(pb.ListRequest(selector=sel)):
-            for j in resp.journals:
-                if j.route.primary != -1 and len(j.route.members) == members:
-                    return j.route
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{journal} never had {members} members and a primary")
-
-
-async def settled_route(cluster: Cluster, journal: str, members: int) -> pb.Route:
-    """The journal's route once every broker of the cluster has observed it.
-
-    A broker's view trails Etcd by its watch latency, so a request sent to one
-    that hasn't caught up yet rightly answers JOURNAL_NOT_FOUND.
-    """
-    routes = [await route_with(stub, journal, members) for stub in cluster.stubs]
-    assert all(r == routes[0] for r in routes), routes
-    return routes[0]
-
-
-async def content(stub: pb_grpc.JournalStub, journal: str,
-                  served_by: pb.ProcessSpec.ID | None = None) -> bytes:
-    """The journal's content to its write head; `served_by` checks who answered."""
-    out = await read_all(stub, pb.ReadRequest(journal=journal))
-    assert out[-1].status == pb.OFFSET_NOT_YET_AVAILABLE, out[-1]
-    if served_by is not None:
-        assert out[0].header.process_id == served_by
-    return b"".join(r.content for r in out)
+from gazette_core.testing.broker import journal_spec
+from tests.broker.cluster import Cluster, route_with, settled_route
+from tests.broker.support import append, content, read_all
 
 
 async def test_replicated_append_is_readable_at_every_replica(cluster: Cluster) -> None:
