@@ -13,6 +13,7 @@ from gazctl.commands import (
     journals_prune,
     journals_read,
     journals_recovery,
+    journals_suspend,
 )
 
 app = typer.Typer(help="Create, list, append to and read journals.", no_args_is_help=True)
@@ -24,4 +25,5 @@ app.command("read")(journals_read.read)
 app.command("fragments")(journals_fragments.fragments)
 app.command("prune")(journals_prune.prune)
 app.command("reset-head")(journals_recovery.reset_head)
+app.command("suspend")(journals_suspend.suspend)
 app.command("store-health")(journals_recovery.store_health)

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import time
+from typing import TYPE_CHECKING
+
 import pytest
 
-from tests.gazctl.support import cli, content, ok
+from gazette_core.broker.client.appender import append
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.fragment_ext import content_name, sha1_to_sum
+from gazette_core.errors import AppendError
+from gazette_core.local.stack import Stack
+from tests.gazctl.support import cli, content, ok, with_broker
 from tests.gazctl.test_journals_append_read import _append, create_journals
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 JOURNALS = ["rh/a", "rh/b"]
 
@@ -39,3 +52,38 @@ def test_store_health_refuses_an_invalid_url(address: str) -> None:
     assert result.exit_code == 1
     assert str(result.exception) == ('store: invalid scheme "ftp" of "ftp://nowhere/" '
                                      "(expected one of s3, gs, azure, azure-ad, file)")
+
+
+def test_reset_head_recovers_a_journal_whose_index_is_ahead_of_its_spool(
+        address: str, stack: Stack) -> None:
+    create_journals(address, "rha", ["rha/ahead"])
+    _append(address, "rha/ahead", b"abc")
+    # A broker since lost persisted [3, 10), which the live spool (ending at 3) never saw.
+    lost = pb.Fragment(journal="rha/ahead", begin=3, end=10, compression_codec=pb.NONE,
+                       sum=sha1_to_sum(hashlib.sha1(b"defghij").digest()))
+    directory = stack.directory / "fragments" / "rha" / "ahead"
+    directory.mkdir(parents=True, exist_ok=True)
+    (stack.directory / "staged").write_bytes(b"defghij")
+    os.replace(stack.directory / "staged", directory / content_name(lost))
+    _wait_refused(address, "rha/ahead", pb.INDEX_HAS_GREATER_OFFSET)
+
+    result = ok("journals", "reset-head", "-l", "name=rha/ahead", "--broker.address", address)
+
+    assert result.stdout == "rha/ahead: write head at 10\n"
+    _append(address, "rha/ahead", b"klm")
+    assert content(address, "rha/ahead") == b"abcdefghijklm"
+
+
+def _wait_refused(address: str, journal: str, status: int) -> None:
+    """Append until the broker refuses with `status` (its index refreshes every second)."""
+    async def attempt(stub: JournalAsyncStub) -> int:
+        try:
+            await append(stub, journal, b"")
+        except AppendError as exc:
+            return exc.status
+        return pb.OK
+
+    deadline = time.monotonic() + 30
+    while (got := with_broker(address, attempt)) != status:
+        assert time.monotonic() < deadline, f"{journal} still answers {pb.Status.Name(got)}"
+        time.sleep(0.2)
