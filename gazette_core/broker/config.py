@@ -24,6 +24,16 @@ class BrokerConfig:
     etcd_prefix: str = "/gazette/cluster"
     etcd_lease: int = 20
     log_level: str = "warn"
+    file_only: bool = False
+    http_port: int = 8081
+    auth_keys: str = ""
+    server_cert_file: str = ""
+    server_cert_key_file: str = ""
+    server_ca_file: str = ""
+    peer_cert_file: str = ""
+    peer_cert_key_file: str = ""
+    peer_ca_file: str = ""
+    auto_suspend: bool = False
 
     @property
     def suffix(self) -> str:
@@ -50,6 +60,27 @@ FLAGS: list[tuple[str, str, type, str, str]] = [
     ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX", "Etcd prefix of the broker cluster"),
     ("--etcd.lease", "etcd_lease", int, "ETCD_LEASE", "Etcd lease TTL in seconds"),
     ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
+    ("--broker.file-only", "file_only", bool, "BROKER_FILE_ONLY",
+     "Map every fragment store to file:/// under --broker.file-root (development)"),
+    ("--broker.http-port", "http_port", int, "BROKER_HTTP_PORT",
+     "Port of the HTTP gateway and /metrics (0: any free port, -1: none)"),
+    ("--broker.auth-keys", "auth_keys", str, "BROKER_AUTH_KEYS",
+     "Base64 HMAC keys separated by whitespace or commas; the first signs, any verifies. "
+     "Empty: no authorization"),
+    ("--broker.server-cert-file", "server_cert_file", str, "BROKER_SERVER_CERT_FILE",
+     "PEM certificate the server presents (turns on TLS)"),
+    ("--broker.server-cert-key-file", "server_cert_key_file", str,
+     "BROKER_SERVER_CERT_KEY_FILE", "PEM key of --broker.server-cert-file"),
+    ("--broker.server-ca-file", "server_ca_file", str, "BROKER_SERVER_CA_FILE",
+     "PEM CA bundle; when set, clients must present a certificate it signed"),
+    ("--broker.peer-cert-file", "peer_cert_file", str, "BROKER_PEER_CERT_FILE",
+     "PEM certificate presented to peer brokers"),
+    ("--broker.peer-cert-key-file", "peer_cert_key_file", str, "BROKER_PEER_CERT_KEY_FILE",
+     "PEM key of --broker.peer-cert-file"),
+    ("--broker.peer-ca-file", "peer_ca_file", str, "BROKER_PEER_CA_FILE",
+     "PEM CA bundle that verifies peer brokers (default: the system pool)"),
+    ("--broker.auto-suspend", "auto_suspend", bool, "BROKER_AUTO_SUSPEND",
+     "Suspend journals whose pulse saw no change for 15 intervals"),
 ]
 
 
@@ -58,8 +89,24 @@ def parse_args(argv: list[str]) -> BrokerConfig:
     defaults = BrokerConfig()
     parser = argparse.ArgumentParser(prog="gazette serve", description="Serve as a Gazette broker")
     for flag, name, kind, env, text in FLAGS:
+        help_text = f"{text} [${env}] (default {getattr(defaults, name)!r})"
+        if kind is bool:
+            default = _env_bool(env, getattr(defaults, name))
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                                default=default, help=help_text)
+            continue
         default = os.environ.get(env, getattr(defaults, name))
-        parser.add_argument(flag, dest=name, type=kind, default=kind(default),
-                            help=f"{text} [${env}] (default {getattr(defaults, name)!r})")
+        parser.add_argument(flag, dest=name, type=kind, default=kind(default), help=help_text)
     ns = parser.parse_args(argv)
     return BrokerConfig(**{f.name: getattr(ns, f.name) for f in fields(BrokerConfig)})
+
+
+def _env_bool(env: str, default: bool) -> bool:
+    value = os.environ.get(env)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"gazette serve: ${env} must be true or false, not {value!r}")

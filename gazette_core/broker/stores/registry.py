@@ -8,6 +8,7 @@ and failed persists, as in Gazette.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +31,14 @@ _ADAPTERS: dict[str, StoreAdapter] = {
     "file": StoreAdapter(FileStore),
     "memory": StoreAdapter(MemoryStore),
 }
+# Cloud adapters import their SDKs, so they load on first use of their scheme
+# and register themselves with `register_adapter`.
+_LAZY_ADAPTERS = {
+    "s3": "gazette_core.broker.stores.s3",
+    "gs": "gazette_core.broker.stores.gcs",
+    "azure": "gazette_core.broker.stores.azure",
+    "azure-ad": "gazette_core.broker.stores.azure",
+}
 _STORES: dict[tuple[str, str], FragmentStore] = {}
 
 
@@ -50,10 +59,20 @@ def get_store(url: str, file_root: str) -> FragmentStore:
 def _build(url: str, file_root: str) -> FragmentStore:
     try:
         parsed = parse_store_url(url)
-        adapter = _ADAPTERS.get(parsed.scheme)
+        adapter = _adapter(parsed.scheme)
         if adapter is None:
             return UnusableStore(url, f"no fragment store adapter for scheme {parsed.scheme!r}")
         check_params(parsed, adapter.params)
         return adapter.build(parsed, file_root)
     except ValidationError as exc:
         return UnusableStore(url, exc.reason)
+
+
+def _adapter(scheme: str) -> StoreAdapter | None:
+    if scheme not in _ADAPTERS and scheme in _LAZY_ADAPTERS:
+        try:
+            importlib.import_module(_LAZY_ADAPTERS[scheme])
+        except ImportError as exc:
+            raise ValidationError("store", f"the {scheme}:// adapter cannot load: {exc}"
+                                  ) from exc
+    return _ADAPTERS.get(scheme)
