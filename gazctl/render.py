@@ -1,10 +1,11 @@
-"""Output helpers shared by gazctl commands: tables, JSON lines and error lines."""
+"""Output helpers shared by gazctl commands: tables, JSON lines, error lines and progress."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf import json_format
@@ -12,6 +13,17 @@ from google.protobuf.message import Message
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from gazette_core.errors import GazetteError, StatusError, ValidationError
@@ -73,3 +85,60 @@ def humanize_bytes(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
+
+
+class JournalProgress:
+    """A count of journals done out of a total, drawn as a bar while its block runs."""
+
+    def __init__(self, progress: Progress, task: TaskID) -> None:
+        self._progress = progress
+        self._task = task
+
+    def start(self, total: int) -> None:
+        """Set the number of journals, for work that learns it only after listing them."""
+        self._progress.update(self._task, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        """Count `n` more journals done. Safe from any thread (Progress takes a lock)."""
+        self._progress.advance(self._task, n)
+
+
+@contextmanager
+def journal_progress(description: str, total: int | None = None) -> Iterator[JournalProgress]:
+    """A progress bar over journals ("3/10 journals", elapsed, ETA) while the block runs.
+
+    Only drawn when stdout is a terminal; piped or redirected output (and CliRunner)
+    gets nothing extra, byte for byte. Without `total` the bar waits for `start`.
+    """
+    with _progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                   MofNCompleteColumn(), TextColumn("journals"),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()) as progress:
+        yield JournalProgress(progress, progress.add_task(description, total=total))
+
+
+@contextmanager
+def activity(description: str) -> Iterator[None]:
+    """A spinner, `description` and the elapsed time, for a step that has no count to show.
+
+    Drawn under the same conditions as `journal_progress`.
+    """
+    with _progress(SpinnerColumn(), TextColumn("{task.description}", markup=False),
+                   TimeElapsedColumn()) as progress:
+        progress.add_task(description, total=None)
+        yield
+
+
+def _progress(*columns: ProgressColumn) -> Progress:
+    # The bar goes to stderr's console when stderr is a terminal as well: stdout is then
+    # never written to while the bar is up, and what the command writes to stderr in the
+    # meantime (notes, warnings) goes through that console's redirect, so it lands above
+    # the bar instead of under a half-erased copy of it. When stderr is redirected (2>log)
+    # the stdout console is the only one the user sees; the bar is transient there and is
+    # erased when the block ends, before the command prints its output. Transient in both
+    # cases, so the screen ends up showing what the command printed and nothing else.
+    on_stderr = stderr.is_terminal
+    return Progress(*columns, console=stderr if on_stderr else stdout, transient=True,
+                    # Redirecting stdout would send the command's output through the
+                    # bar's console, i.e. to stderr; stderr is only redirected onto itself.
+                    redirect_stdout=False, redirect_stderr=on_stderr,
+                    disable=not stdout.is_terminal)

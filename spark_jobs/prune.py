@@ -30,8 +30,9 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
@@ -67,6 +68,14 @@ clock: Callable[[], float] = time.time
 
 class NothingMatched(GazetteError):
     """The selector matched no journal."""
+
+
+class ListingProgress(Protocol):
+    """Told how many journals will be listed, then of each one listed (gazctl draws a bar)."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
 
 
 @dataclass
@@ -130,8 +139,12 @@ def is_suspended(spec: pb.JournalSpec) -> bool:
 
 
 async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,
-                          timeout: float = DEFAULT_TIMEOUT) -> Selection:
-    """The journals `selector` matches with all their fragments; suspended ones set aside."""
+                          timeout: float = DEFAULT_TIMEOUT,
+                          progress: ListingProgress | None = None) -> Selection:
+    """The journals `selector` matches with all their fragments; suspended ones set aside.
+
+    `progress`, if given, learns how many journals are listed and each one as it is done.
+    """
     listed = await list_journals(stub, selector, timeout=timeout)
     if not listed.journals:
         raise NothingMatched(f"no journals match {text!r}")
@@ -142,9 +155,17 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
             out.suspended.append(j.spec.name)
         else:
             active.append(j.spec)
-    pages = await asyncio.gather(*(
-        list_fragments(stub, pb.FragmentsRequest(journal=spec.name), timeout=timeout)
-        for spec in active))
+    if progress is not None:
+        progress.start(len(active))
+
+    async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment]:
+        fragments = await list_fragments(stub, pb.FragmentsRequest(journal=spec.name),
+                                         timeout=timeout)
+        if progress is not None:
+            progress.advance()  # Journals are listed in parallel: count each as it finishes.
+        return fragments
+
+    pages = await asyncio.gather(*(list_one(spec) for spec in active))
     for spec, fragments in zip(active, pages, strict=True):
         out.journals.append((spec, [f.spec for f in fragments]))
     return out
@@ -252,11 +273,19 @@ def summarize(selection: Selection, plan: Plan, outcomes: Sequence[Outcome],
 
 
 def prune_selection(selection: Selection, *, now: float | None = None, dry_run: bool = False,
-                    master: str = DEFAULT_MASTER,
-                    file_root: str = DEFAULT_FILE_ROOT) -> PruneSummary:
-    """Plan against `now` (default: the current time), delete on Spark unless `dry_run`."""
+                    master: str = DEFAULT_MASTER, file_root: str = DEFAULT_FILE_ROOT,
+                    while_deleting: Callable[[int], AbstractContextManager[object]] | None = None,
+                    ) -> PruneSummary:
+    """Plan against `now` (default: the current time), delete on Spark unless `dry_run`.
+
+    `while_deleting(n)`, if given, is entered around the deletes of the `n` expired
+    fragments (Spark start-up included), e.g. to show a spinner meanwhile.
+    """
     plan = plan_prune(selection.journals, clock() if now is None else now)
-    outcomes = [] if dry_run else delete_on_spark(plan.expired, master, file_root)
+    outcomes: list[Outcome] = []
+    if not dry_run:
+        with (while_deleting or nullcontext)(len(plan.expired)):
+            outcomes = delete_on_spark(plan.expired, master, file_root)
     return summarize(selection, plan, outcomes, dry_run)
 
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from gazctl.config import BrokerAddress, Selector, Timeout, run
-from gazctl.render import humanize_bytes, json_line, message_dict, table
+from gazctl.render import (
+    JournalProgress,
+    humanize_bytes,
+    journal_progress,
+    json_line,
+    message_dict,
+    table,
+)
 from gazctl.timeflags import parse_time
 from gazette_core.broker.client.journals import list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -45,19 +52,23 @@ def fragments(
     sel = parse_selector(selector)
     begin, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
 
-    async def body(stub: JournalAsyncStub) -> Listed:
+    async def body(stub: JournalAsyncStub, progress: JournalProgress) -> Listed:
         out: Listed = []
-        for j in (await list_journals(stub, sel)).journals:
-            if fully_suspended(j.spec):
-                continue
+        journals = [j for j in (await list_journals(stub, sel)).journals
+                    if not fully_suspended(j.spec)]
+        progress.start(len(journals))
+        for j in journals:
             req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=begin,
                                       end_mod_time=end)
             if url_ttl:
                 req.signatureTTL.CopyFrom(from_seconds(url_ttl))
             out.extend((j.spec.name, f) for f in await list_fragments(stub, req))
+            progress.advance()
         return out
 
-    listed = run(broker, body, timeout)
+    # The bar is gone (it is transient) before the table or JSON lines are printed.
+    with journal_progress("Listing fragments") as progress:
+        listed = run(broker, lambda stub: body(stub, progress), timeout)
     if output is Format.json:
         for _, f in listed:
             json_line(message_dict(f))

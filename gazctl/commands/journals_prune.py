@@ -14,7 +14,7 @@ import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.config import BrokerAddress, Timeout, run
-from gazctl.render import humanize_bytes, stderr, table
+from gazctl.render import activity, humanize_bytes, journal_progress, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import (
     DEFAULT_FILE_ROOT,
@@ -55,13 +55,21 @@ def prune(
     """
     sel = require_selector(selector)
     try:
-        selection = run(broker, lambda stub: fetch_selection(stub, sel, selector), timeout)
+        # Both bars are transient and shown only when stdout is a terminal, so the notes,
+        # warnings and summary below come out exactly as they do without them.
+        with journal_progress("Listing fragments") as progress:
+            selection = run(broker, lambda stub: fetch_selection(stub, sel, selector,
+                                                                 progress=progress), timeout)
     except NothingMatched as exc:
         raise NoMatchError("--selector", str(exc)) from None
     for name in selection.suspended:
         stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
-    summary = prune_selection(selection, dry_run=dry_run, master=spark_master,
-                              file_root=file_root)
+    # The deletes' outcomes come back only once the whole Spark job is collected, so they
+    # get a spinner (covering Spark's start-up too) rather than a count. Spark's JVM writes
+    # its own warnings straight to fd 2, past rich's redirect: one may share a line with it.
+    summary = prune_selection(
+        selection, dry_run=dry_run, master=spark_master, file_root=file_root,
+        while_deleting=lambda n: activity(f"Deleting {n} expired fragments on {spark_master}"))
     for message in summary.errors:
         stderr.print(f"warning: {message}", highlight=False, markup=False)
     _render(summary, output)

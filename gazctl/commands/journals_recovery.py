@@ -17,7 +17,7 @@ import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, Selector, Timeout, run
-from gazctl.render import stderr, stdout
+from gazctl.render import JournalProgress, journal_progress, stderr, stdout
 from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.client.rpc_errors import from_rpc_error
@@ -34,13 +34,25 @@ def reset_head(selector: str = Selector, broker: str | None = BrokerAddress,
     """Move each selected journal's write head to the end of its fragment index."""
     sel = require_selector(selector)
 
-    async def body(stub: JournalAsyncStub) -> list[tuple[str, str, bool]]:
+    async def body(stub: JournalAsyncStub,
+                   progress: JournalProgress) -> list[tuple[str, str, bool]]:
         journals = [j for j in await matched_journals(stub, sel, selector)
                     if not fully_suspended(j.spec)]
-        return list(await asyncio.gather(*(_reset(stub, j.spec.name) for j in journals)))
+        progress.start(len(journals))
 
+        async def one(name: str) -> tuple[str, str, bool]:
+            # The resets run in parallel: count each as it finishes, in whatever order.
+            result = await _reset(stub, name)
+            progress.advance()
+            return result
+
+        return list(await asyncio.gather(*(one(j.spec.name) for j in journals)))
+
+    # Transient: the bar is erased before the per-journal lines below are printed.
+    with journal_progress("Resetting write heads") as progress:
+        results = run(broker, lambda stub: body(stub, progress), timeout)
     failed = 0
-    for journal, outcome, ok in run(broker, body, timeout):
+    for journal, outcome, ok in results:
         (stdout if ok else stderr).print(f"{journal}: {outcome}", highlight=False)
         failed += not ok
     if failed:
