@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 import grpc
 import typer
 
+from gazctl.completion import complete_selector
 from gazctl.ini import load as load_ini
 from gazette_core.broker.client.channel import close_channels, dial, journal_stub
 from gazette_core.broker.protocol.durations_ext import parse_go_duration
@@ -33,7 +34,7 @@ BrokerAddress = typer.Option(
 Timeout = typer.Option(
     "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
     help="How long to wait to connect to the broker, as a duration like 500ms, 10s or 1m.")
-Selector = typer.Option("", "-l", "--selector",
+Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector,
                         help="Label selector, e.g. 'app=clicks, name:prefix=acme/'.")
 
 
