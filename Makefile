@@ -36,9 +36,10 @@ java:
 protos: $(STAMP)
 	$(PY) -m gazette_core.protogen
 
-# The CLI reference is generated from gazctl's own help text.
+# The CLI reference (one page per command, and an index) is generated from
+# gazctl's own help text; pages of removed commands are deleted.
 docs: $(STAMP)
-	$(PY) -m typer gazctl.main utils docs --name gazctl --output docs/reference/gazctl.md
+	$(PY) -m gazctl.reference_docs docs/reference
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gazette_core gazctl spark_jobs tests bench
