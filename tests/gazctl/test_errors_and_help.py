@@ -67,7 +67,8 @@ def test_bad_address_scheme_is_reported(state_home: Path) -> None:
 
     assert proc.returncode == 1
     assert proc.stderr.decode() == (
-        "error: invalid broker address 'ftp://host': scheme must be http or unix, not 'ftp'\n")
+        "error: invalid broker address 'ftp://host': scheme must be http, https or unix, "
+        "not 'ftp'\n")
 
 
 def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:

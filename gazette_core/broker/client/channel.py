@@ -1,17 +1,26 @@
 """gRPC channels to brokers, dialed from Gazette endpoint URLs.
 
 An endpoint is what a ProcessSpec advertises and what `--broker.address`
-takes: `http://host:port`, a bare `host:port`, or `unix:///abs/path`
-(`unix://host/abs/path` is accepted too; the host is ignored). Channels are
-cached per event loop and address, because `grpc.aio` channels are bound to
-the loop that created them and are meant to be shared by many calls.
+takes: `http://host:port`, `https://host:port` (TLS; port 443 by default), a
+bare `host:port`, or `unix:///abs/path` (`unix://host/abs/path` is accepted
+too; the host is ignored). Channels are cached per event loop, address and
+`ClientConfig`, because `grpc.aio` channels are bound to the loop that
+created them and are meant to be shared by many calls.
+
+A `ClientConfig` holds the TLS files used for https endpoints and the
+authorization attached to every call. Callers pass one explicitly (brokers
+dialing peers do), or set the default for the current context with
+`use_client_config` (gazctl does, once per command), which reaches every
+dial made below it, including routed calls to other brokers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import weakref
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
@@ -19,6 +28,8 @@ import grpc
 
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.errors import GazetteError
+from gazette_core.server.client_auth import CallAuth, interceptors
+from gazette_core.server.tls import ClientTLS, client_credentials
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -42,9 +53,26 @@ CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_reconnect_backoff_ms", 5000),
 ]
 
-_channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
-    weakref.WeakKeyDictionary()
-)
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """TLS files for https endpoints, and the authorization of every call (None: none)."""
+
+    tls: ClientTLS = field(default_factory=ClientTLS)
+    auth: CallAuth | None = None
+
+
+_NO_SETTINGS = ClientConfig()  # frozen, so safe to share as the default
+_default_config: contextvars.ContextVar[ClientConfig] = contextvars.ContextVar(
+    "gazette_client_config", default=_NO_SETTINGS)
+_ChannelKey = tuple[str, bool, ClientConfig]
+_channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_ChannelKey, grpc.aio.Channel]]
+_channels = weakref.WeakKeyDictionary()
+
+
+def use_client_config(config: ClientConfig) -> None:
+    """Make `config` the default of every later dial in the current context."""
+    _default_config.set(config)
 
 
 def default_address() -> str:
@@ -54,47 +82,68 @@ def default_address() -> str:
 
 def grpc_target(address: str) -> str:
     """The grpc target string for a Gazette endpoint URL."""
+    return _parse(address)[0]
+
+
+def _parse(address: str) -> tuple[str, bool]:
+    """(grpc target, whether it needs TLS) of an endpoint URL."""
     if "://" not in address:
         if not address or address.startswith("/"):
             raise GazetteError(f"invalid broker address {address!r}: expected host:port or a URL")
-        return address
+        return address, False
     url = urlsplit(address)
-    if url.scheme == "http":
+    if url.scheme in ("http", "https"):
         if not url.hostname:
             raise GazetteError(f"invalid broker address {address!r}: missing host")
-        return url.netloc if url.port else f"{url.netloc}:80"
+        secure = url.scheme == "https"
+        return (url.netloc if url.port else f"{url.netloc}:{443 if secure else 80}"), secure
     if url.scheme == "unix":
         if not url.path.startswith("/"):
             raise GazetteError(f"invalid broker address {address!r}: expected unix:///abs/path")
-        return f"unix://{url.path}"
-    if url.scheme == "https":
-        raise GazetteError(f"https broker addresses are not supported yet: {address!r}")
+        return f"unix://{url.path}", False
     raise GazetteError(
-        f"invalid broker address {address!r}: scheme must be http or unix, not {url.scheme!r}"
+        f"invalid broker address {address!r}: scheme must be http, https or unix, "
+        f"not {url.scheme!r}"
     )
 
 
-def dial(address: str) -> grpc.aio.Channel:
-    """A shared insecure channel to `address`, created on first use within this event loop."""
-    target = grpc_target(address)
+def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:
+    """A shared channel to `address`, created on first use within this event loop.
+
+    `config` defaults to the context's (see `use_client_config`).
+    """
+    target, secure = _parse(address)
+    config = config if config is not None else _default_config.get()
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         # Outside a loop there is nothing to key the cache on; the caller owns the channel.
-        return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        return _new_channel(target, secure, config)
     per_loop = _channels.setdefault(loop, {})
-    channel = per_loop.get(target)
+    key = (target, secure, config)
+    channel = per_loop.get(key)
     # A caller may have closed the shared channel; replace it rather than hand it out.
     if channel is None or channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN:
-        channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
-        per_loop[target] = channel
+        channel = _new_channel(target, secure, config)
+        per_loop[key] = channel
     return channel
 
 
-def journal_stub(address: str | None = None) -> JournalAsyncStub:
+def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Channel:
+    # Without authorization there are no interceptors, keeping calls on gRPC's direct path.
+    hooks = interceptors(config.auth) if config.auth is not None else None
+    if secure:
+        return grpc.aio.secure_channel(target, client_credentials(config.tls),
+                                       options=CHANNEL_OPTIONS, interceptors=hooks)
+    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=hooks)
+
+
+def journal_stub(address: str | None = None, config: ClientConfig | None = None
+                 ) -> JournalAsyncStub:
     """A Journal service stub over the shared channel to `address` (default_address())."""
     # The generated overloads cannot tell an aio channel from a sync one.
-    return cast("JournalAsyncStub", pb_grpc.JournalStub(dial(address or default_address())))
+    return cast("JournalAsyncStub",
+                pb_grpc.JournalStub(dial(address or default_address(), config)))
 
 
 async def close_channels() -> None:

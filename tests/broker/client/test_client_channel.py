@@ -21,6 +21,8 @@ from tests.broker.client.fake_broker import FakeBroker
     [
         ("http://broker.example:8080", "broker.example:8080"),
         ("http://broker.example", "broker.example:80"),
+        ("https://broker.example:8443", "broker.example:8443"),
+        ("https://broker.example", "broker.example:443"),
         ("http://[::1]:9000", "[::1]:9000"),
         ("localhost:8080", "localhost:8080"),
         ("unix:///run/gazette.sock", "unix:///run/gazette.sock"),
@@ -34,11 +36,12 @@ def test_grpc_target(address: str, target: str) -> None:
 @pytest.mark.parametrize(
     ("address", "message"),
     [
-        ("https://broker:443", "https broker addresses are not supported yet: 'https://broker:443'"),
         (
             "ftp://broker:21",
-            "invalid broker address 'ftp://broker:21': scheme must be http or unix, not 'ftp'",
+            "invalid broker address 'ftp://broker:21': scheme must be http, https or unix, "
+            "not 'ftp'",
         ),
+        ("https://:443", "invalid broker address 'https://:443': missing host"),
         ("http://:8080", "invalid broker address 'http://:8080': missing host"),
         ("unix://", "invalid broker address 'unix://': expected unix:///abs/path"),
         ("", "invalid broker address '': expected host:port or a URL"),
