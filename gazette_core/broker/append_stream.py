@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from gazette_core.broker import metrics
 from gazette_core.broker.pipeline import Acknowledgement, Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
@@ -58,6 +59,8 @@ class PendingCommit:
     async def finish(self, pln: Pipeline) -> pb.AppendResponse:
         """The response, after every replica acknowledged the commit."""
         pln.require_ok(await self.ack.responses(), "commit")
+        metrics.APPEND_COMMITS.inc()
+        metrics.APPEND_COMMITTED_BYTES.inc(self.response.commit.end - self.response.commit.begin)
         return self.response
 
 
@@ -110,6 +113,7 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
             return pb.AppendResponse(status=pb.NOT_ALLOWED)
         await pln.scatter(pb.ReplicateRequest(content=req.content, content_delta=spool.delta))
         digest.update(req.content)
+        metrics.APPEND_BYTES.inc(len(req.content))
         rate.received += len(req.content)
         chunks += 1
     raise AppendStreamError("unexpected EOF")

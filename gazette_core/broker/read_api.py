@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from gazette_core.broker import metrics
 from gazette_core.broker.append_api import may_read
 from gazette_core.broker.fragment.index import IndexEntry
 from gazette_core.broker.fragment.remote import read_fragment
@@ -45,6 +46,7 @@ async def serve_read(broker: Broker, req: pb.ReadRequest) -> AsyncIterator[pb.Re
             yield resp
         return
     assert res.replica is not None
+    metrics.READS.inc()
     header: pb.Header | None = res.header
     async for resp in _serve_local(broker, res.replica, req):
         if header is not None:
@@ -96,6 +98,7 @@ async def _content(broker: Broker, entry: IndexEntry, offset: int, stop: int
         spool = entry.local
         while offset < stop:
             block = spool.read_at(offset, min(LOCAL_READ_BLOCK, stop - offset))
+            metrics.READ_BYTES.inc(len(block))
             for i in range(0, len(block), CHUNK_SIZE):
                 yield pb.ReadResponse(offset=offset + i, content=block[i:i + CHUNK_SIZE])
             offset += len(block)
@@ -103,6 +106,7 @@ async def _content(broker: Broker, entry: IndexEntry, offset: int, stop: int
     store = get_store(entry.fragment.backing_store, broker.config.file_root)
     async for data in read_fragment(store, entry.fragment, offset):
         data = data[:stop - offset]
+        metrics.READ_BYTES.inc(len(data))
         for i in range(0, len(data), CHUNK_SIZE):
             yield pb.ReadResponse(offset=offset + i, content=data[i:i + CHUNK_SIZE])
         offset += len(data)

@@ -24,6 +24,8 @@ from gazette_core.broker import suspension
 from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
+from gazette_core.broker.http_gateway import HttpGateway
+from gazette_core.broker.metrics import JournalServerMetrics
 from gazette_core.broker.pipeline import Pipeline
 from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -70,6 +72,7 @@ class Broker:
         self.resolver: Resolver
         self.persister = Persister(config.file_root)
         self.server: grpc.aio.Server | None = None
+        self.http_gateway: HttpGateway | None = None
         self.port = 0
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
@@ -90,6 +93,12 @@ class Broker:
     def endpoint(self) -> str:
         return self.config.endpoint(self.port)
 
+    @property
+    def http_endpoint(self) -> str | None:
+        """The HTTP gateway's URL, or None when it is disabled (or not started)."""
+        gateway = self.http_gateway
+        return self.config.endpoint(gateway.port) if gateway is not None else None
+
     async def start(self) -> None:
         self.etcd = await etcd_util.connect(self.config.etcd_address)
         self.keyspace = KeySpace(self.etcd, self.root, broker_decoder(self.root))
@@ -106,11 +115,15 @@ class Broker:
                                  self.pulse.route_changed)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
-        self.server = grpc.aio.server(options=GRPC_OPTIONS)
+        self.server = grpc.aio.server(options=GRPC_OPTIONS,
+                                      interceptors=[JournalServerMetrics()])
         pb_grpc.add_JournalServicer_to_server(JournalServicer(self), self.server)
         self.port = self.server.add_insecure_port(f"{self.config.host or '0.0.0.0'}:"
                                                   f"{self.config.port}")
         await self.server.start()
+        if self.config.http_port >= 0:
+            self.http_gateway = HttpGateway(self.endpoint)
+            await self.http_gateway.start(self.config.host, self.config.http_port)
         await self._announce()
         self.keyspace.start()
         await self.keyspace.wait_for_revision(self.keyspace.revision)
@@ -158,6 +171,8 @@ class Broker:
         if self._stopped:
             return
         self._stopped = True
+        if self.http_gateway is not None:
+            await self.http_gateway.stop()
         if self.announcement is not None and self.allocator is not None:
             await self._drain(drain_timeout)
         await self._pulsing.stop()

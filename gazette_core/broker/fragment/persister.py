@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gazette_core.broker import metrics
 from gazette_core.broker.codecs import new_compressor
 from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -130,11 +131,14 @@ class Persister:
         fragment = pb.Fragment()
         fragment.CopyFrom(spool.fragment)
         fragment.path_postfix = _postfix(spec)
-        if not await store.exists(fragment):
+        provider = metrics.store_provider(store.url)
+        if not await metrics.observe_store(provider, "exist", store.exists(fragment)):
             data = await asyncio.to_thread(_compress, spool, fragment.compression_codec)
             offload = fragment.compression_codec == pb.GZIP_OFFLOAD_DECOMPRESSION
             encoding = "gzip" if offload else None
-            await store.put(fragment, data, encoding)
+            await metrics.observe_store(provider, "persist", store.put(fragment, data, encoding))
+            metrics.STORE_PERSISTED_BYTES.labels(provider).inc(fragment.end - fragment.begin)
+        metrics.SPOOL_PERSISTED.inc()
         fragment.backing_store = store.url
         fragment.mod_time = int(time.time())
         return fragment

@@ -1,0 +1,215 @@
+"""The HTTP gateway (broker.md 6): GET/HEAD read a journal, PUT appends to it; plus /metrics.
+
+Requests become Read and Append RPCs to the local broker, which proxies them
+to the journal's members as any client call, so the gateway holds no journal
+state. An `Authorization` header rides along as gRPC metadata. It listens on
+its own port (`--broker.http-port`): the gRPC server owns the broker port.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from aiohttp import web
+from aiohttp.http_writer import StreamWriter
+
+from gazette_core.broker import metrics
+from gazette_core.broker.client.appender import CHUNK_SIZE, append
+from gazette_core.broker.client.channel import journal_stub
+from gazette_core.broker.client.reader import Reader
+from gazette_core.broker.http_headers import CLOSE_ERROR, Headers, append_headers, read_headers
+from gazette_core.broker.http_requests import append_journal, read_request
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import GazetteError, StatusError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+log = logging.getLogger(__name__)
+
+# Blocking reads never end by themselves; a stopping gateway cuts them after this.
+SHUTDOWN_TIMEOUT_S = 1.0
+_READ_STATUS_CODES = {pb.OK: 206, pb.JOURNAL_NOT_FOUND: 404,
+                      pb.INSUFFICIENT_JOURNAL_BROKERS: 503, pb.OFFSET_NOT_YET_AVAILABLE: 416}
+
+
+class _AuthorizedStub:
+    """A Journal stub that sends the HTTP caller's Authorization with each RPC."""
+
+    def __init__(self, stub: JournalAsyncStub, authorization: str) -> None:
+        self._stub, self._metadata = stub, (("authorization", authorization),)
+
+    def Read(self, request: pb.ReadRequest, **kwargs: Any) -> Any:
+        return self._stub.Read(request, metadata=self._metadata, **kwargs)
+
+    def Append(self, **kwargs: Any) -> Any:
+        return self._stub.Append(metadata=self._metadata, **kwargs)
+
+
+def error_response(status: int, text: str) -> web.Response:
+    """An error answered as Go's http.Error does: the text and a newline, as plain text."""
+    return web.Response(status=status, text=text + "\n", charset="utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})
+
+
+def _error_text(exc: GazetteError) -> str:
+    # Go's client turns a non-OK Status into an error reading just the status name.
+    if isinstance(exc, StatusError) and exc.status in pb.Status.values():
+        return pb.Status.Name(cast("pb.Status.ValueType", exc.status))
+    return str(exc)
+
+
+@web.middleware
+async def _count_requests(request: web.Request,
+                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                          ) -> web.StreamResponse:
+    response = await handler(request)
+    metrics.HTTP_REQUESTS.labels(request.method, str(response.status)).inc()
+    return response
+
+
+async def _serve_metrics(_: web.Request) -> web.Response:
+    body, content_type = metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+class HttpGateway:
+    """An aiohttp server in front of the broker at `broker_endpoint`."""
+
+    def __init__(self, broker_endpoint: str) -> None:
+        self.broker_endpoint = broker_endpoint
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        """Listen on `host:port` ("" = every interface, port 0 = any free port)."""
+        app = web.Application(middlewares=[_count_requests])
+        app.router.add_get("/metrics", _serve_metrics)
+        app.router.add_route("*", "/{journal:.*}", self._serve)
+        # Cancelling the handler of a vanished client ends its Read or Append RPC.
+        runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                               shutdown_timeout=SHUTDOWN_TIMEOUT_S, handler_cancellation=True)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host or "0.0.0.0", port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    def _stub(self, request: web.Request) -> JournalAsyncStub:
+        stub = journal_stub(self.broker_endpoint)
+        authorization = request.headers.get("Authorization")
+        if authorization:
+            return cast("JournalAsyncStub", _AuthorizedStub(stub, authorization))
+        return stub
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        if request.method in ("GET", "HEAD"):
+            return await self._serve_read(request)
+        if request.method == "PUT":
+            return await self._serve_append(request)
+        return error_response(400, f"unknown method: {request.method}")
+
+    async def _serve_append(self, request: web.Request) -> web.StreamResponse:
+        try:
+            journal = append_journal(request.path, request.query_string)
+        except GazetteError as exc:
+            return error_response(400, str(exc))
+        try:
+            resp = await append(self._stub(request), journal, _body(request))
+        except GazetteError as exc:
+            return error_response(500, _error_text(exc))
+        return web.Response(status=204, headers=append_headers(resp, request.path))
+
+    async def _serve_read(self, request: web.Request) -> web.StreamResponse:
+        try:
+            req = read_request(request.path, request.query_string, request.method == "HEAD")
+        except GazetteError as exc:
+            return error_response(400, str(exc))
+        reader = Reader(self._stub(request), req)
+        try:
+            return await self._stream_read(request, reader)
+        finally:
+            reader.close()
+
+    async def _stream_read(self, request: web.Request, reader: Reader) -> web.StreamResponse:
+        first = b""
+        try:
+            first = await reader.__anext__()
+        except StopAsyncIteration:
+            pass  # metadata only (HEAD), or the broker ended the RPC
+        except StatusError:
+            pass  # the status is in reader.response
+        except GazetteError as exc:
+            gone = request.transport is None or request.transport.is_closing()
+            log.warning("http gateway: failed to proxy Read request: %s", exc)
+            return error_response(408 if gone else 500, str(exc))
+        resp = reader.response
+        headers = read_headers(resp, request.path)
+        if resp.status != pb.OK:
+            code = _READ_STATUS_CODES.get(resp.status, 500)
+            return _with_headers(error_response(code, pb.Status.Name(resp.status)), headers)
+        if request.method == "GET":
+            headers.append(("Trailer", CLOSE_ERROR))
+        response = web.StreamResponse(status=206, headers=headers)
+        await response.prepare(request)
+        if request.method == "GET":
+            await _stream_content(request, response, reader, first)
+        await response.write_eof()
+        return response
+
+
+def _with_headers(response: web.Response, headers: Headers) -> web.Response:
+    for name, value in headers:
+        response.headers.add(name, value)
+    return response
+
+
+async def _stream_content(request: web.Request, response: web.StreamResponse, reader: Reader,
+                          first: bytes) -> None:
+    """Copy content until the RPC ends, then send why it ended as the X-Close-Error trailer."""
+    skipped = reader.skipped  # a jump on the first response is shown by Content-Range
+    reason = "broker terminated RPC"
+    try:
+        if first:
+            await response.write(first)
+        async for chunk in reader:
+            if reader.skipped != skipped:
+                reason = "offset jump"  # a later jump ends the stream; the client re-reads
+                break
+            await response.write(chunk)
+    except GazetteError as exc:
+        reason = _error_text(exc)
+    await _write_trailer(request, response, reason)
+
+
+async def _write_trailer(request: web.Request, response: web.StreamResponse, reason: str) -> None:
+    """Finish a chunked body with the trailer; aiohttp writes no trailers itself."""
+    writer = request.writer
+    if not isinstance(writer, StreamWriter) or not writer.chunked:
+        return  # an HTTP/1.0 client: no chunked encoding, hence no trailers
+    # From here on the bytes go out as they are: the last chunk, the trailer, the end.
+    writer.chunked = False
+    value = " ".join(reason.split())  # a field value holds no line breaks
+    await response.write(f"0\r\n{CLOSE_ERROR}: {value}\r\n\r\n".encode())
+
+
+async def _body(request: web.Request) -> AsyncIterator[bytes]:
+    """The request body in pieces of up to CHUNK_SIZE, coalescing what has already arrived."""
+    content = request.content
+    while piece := await content.read(CHUNK_SIZE):
+        pieces = [piece]
+        size = len(piece)
+        while size < CHUNK_SIZE and (more := content.read_nowait(CHUNK_SIZE - size)):
+            pieces.append(more)
+            size += len(more)
+        yield b"".join(pieces)
