@@ -21,10 +21,6 @@ from gazette_core.broker.protocol.labels_ext import matches, rewrite_prefix_meta
 from gazette_core.errors import GazetteError
 from gazette_core.server.selector_json import selector_from_json, selector_to_json
 
-# Operators choose key lengths, and Go accepts any; PyJWT's warning about short
-# HMAC keys would otherwise land on gazctl's stderr on every call.
-warnings.filterwarnings("ignore", category=jwt.warnings.InsecureKeyLengthWarning)
-
 LIST = 1 << 1
 APPLY = 1 << 2
 READ = 1 << 3
@@ -103,7 +99,14 @@ def mint(key: bytes, capability: int, selector: pb.LabelSelector | None = None,
     issued = int(time.time() if now is None else now)
     payload = {"cap": capability, "sel": selector_to_json(selector or pb.LabelSelector()),
                "iat": issued, "exp": issued + int(lifetime_s)}
-    return jwt.encode(payload, key, algorithm="HS256")
+    with _quiet():
+        return jwt.encode(payload, key, algorithm="HS256")
+
+
+def _quiet() -> warnings.catch_warnings[None]:
+    # Operators choose key lengths, and Go accepts any; PyJWT's warning about
+    # short HMAC keys would otherwise land on gazctl's stderr.
+    return warnings.catch_warnings(action="ignore", category=jwt.warnings.InsecureKeyLengthWarning)
 
 
 def verify(token: str, keys: Keys, require: int) -> Claims:
@@ -111,8 +114,9 @@ def verify(token: str, keys: Keys, require: int) -> Claims:
     payload = None
     for key in keys.verifying:
         try:
-            payload = jwt.decode(token, key, algorithms=ALGORITHMS, leeway=LEEWAY_S,
-                                 options={"require": ["exp"]})
+            with _quiet():
+                payload = jwt.decode(token, key, algorithms=ALGORITHMS, leeway=LEEWAY_S,
+                                     options={"require": ["exp"]})
             break
         except jwt.InvalidSignatureError:
             continue  # another key may have signed it

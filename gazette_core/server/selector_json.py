@@ -39,24 +39,29 @@ def selector_from_json(value: object) -> pb.LabelSelector:
         return pb.LabelSelector()
     if not isinstance(value, dict):
         raise ValueError(f"sel must be an object, not {type(value).__name__}")
-    return pb.LabelSelector(include=_set_from_json(value.get("include"), "include"),
-                            exclude=_set_from_json(value.get("exclude"), "exclude"))
+    sel = pb.LabelSelector()
+    # Empty sets are left untouched, so the result equals a selector built in code.
+    if include := _labels_from_json(value.get("include"), "include"):
+        sel.include.labels.extend(include)
+    if exclude := _labels_from_json(value.get("exclude"), "exclude"):
+        sel.exclude.labels.extend(exclude)
+    return sel
 
 
-def _set_from_json(value: object, where: str) -> pb.LabelSet:
+def _labels_from_json(value: object, where: str) -> list[pb.Label]:
     if value is None:
-        return pb.LabelSet()
+        return []
     if not isinstance(value, dict):
         raise ValueError(f"sel.{where} must be an object")
     labels = value.get("labels")
     if labels is None:
-        return pb.LabelSet()
+        return []
     if not isinstance(labels, list):
         raise ValueError(f"sel.{where}.labels must be a list")
-    out = pb.LabelSet()
+    out = []
     for item in labels:
         if not isinstance(item, dict):
             raise ValueError(f"sel.{where}.labels must hold objects")
-        out.labels.add(name=str(item.get("name", "")), value=str(item.get("value", "")),
-                       prefix=bool(item.get("prefix", False)))
+        out.append(pb.Label(name=str(item.get("name", "")), value=str(item.get("value", "")),
+                            prefix=bool(item.get("prefix", False))))
     return out
