@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from gazette_core.broker import metrics
 from gazette_core.broker.codecs import new_compressor
+from gazette_core.broker.fragment.postfix import evaluate as evaluate_postfix
 from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
@@ -130,7 +131,7 @@ class Persister:
         store = get_store(spec.fragment.stores[0], self.file_root)
         fragment = pb.Fragment()
         fragment.CopyFrom(spool.fragment)
-        fragment.path_postfix = _postfix(spec)
+        fragment.path_postfix = _postfix(spool, spec)
         provider = metrics.store_provider(store.url)
         if not await metrics.observe_store(provider, "exist", store.exists(fragment)):
             data = await asyncio.to_thread(_compress, spool, fragment.compression_codec)
@@ -144,14 +145,13 @@ class Persister:
         return fragment
 
 
-def _postfix(spec: pb.JournalSpec) -> str:
-    """The path postfix; only the empty path_postfix_template is supported for now."""
-    if spec.fragment.path_postfix_template:
-        log.warning(
-            "path_postfix_template of %s is not supported yet; persisting without a postfix",
-            spec.name,
-        )
-    return ""
+def _postfix(spool: Spool, spec: pb.JournalSpec) -> str:
+    """The path postfix the spec's `path_postfix_template` gives this spool.
+
+    A template outside the supported subset raises, so the persist is retried
+    (and logged) rather than written to a path the operator did not ask for.
+    """
+    return evaluate_postfix(spec.fragment.path_postfix_template, spool, spec)
 
 
 def _compress(spool: Spool, codec: int) -> bytes:
