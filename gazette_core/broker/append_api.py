@@ -89,6 +89,10 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
     replica = res.replica
     assert replica is not None  # resolve_for_append guarantees a local primary
     async with replica.pipeline_lock:
+        # Health first: an unusable store never completes a first listing.
+        refusal = await _await_store_health(broker, res)
+        if refusal is not None:
+            return refusal
         await replica.index.wait_first_refresh()
         pipeline = await broker.sync_pipeline(replica, res)
         if pipeline is None:
@@ -140,6 +144,18 @@ async def _append_locked(broker: Broker, pln: Pipeline, res: Resolution,
     if isinstance(outcome, PendingCommit) and step.status != pb.OK:
         outcome.response.status = step.status
     return outcome
+
+
+async def _await_store_health(broker: Broker, res: Resolution) -> pb.AppendResponse | None:
+    """Wait until the journal's first store is healthy; a refusal if it stays unhealthy."""
+    assert res.spec is not None
+    if not res.spec.fragment.stores:
+        return None
+    error = await broker.store_health.health(res.spec.fragment.stores[0]).await_healthy()
+    if not error:
+        return None
+    return pb.AppendResponse(status=pb.FRAGMENT_STORE_UNHEALTHY, header=res.header,
+                             store_health_error=error)
 
 
 async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendRequest

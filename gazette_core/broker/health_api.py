@@ -1,7 +1,8 @@
-"""The FragmentStoreHealth RPC: can this broker write, list and read a store?
+"""The FragmentStoreHealth RPC: the latest background check of a store (broker.md 2.8).
 
-A probe object `.test/health-check` is written, listed and read back; any
-failure is reported as FRAGMENT_STORE_UNHEALTHY with the store's error text.
+The first request for a store starts its background checks and waits for the
+first result. With `check_delete`, a probe under `check_delete_prefix` is also
+written and deleted, which periodic checks never do.
 """
 
 from __future__ import annotations
@@ -11,37 +12,39 @@ from typing import TYPE_CHECKING
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.route_ext import unrouted_header
 from gazette_core.broker.protocol.validate_ext import validate_store_url
-from gazette_core.broker.stores.registry import get_store
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
+    from gazette_core.broker.stores.base import FragmentStore
 
-PROBE = pb.Fragment(journal=".test", begin=0, end=13, compression_codec=pb.NONE)
-PROBE_CONTENT = b"health-check\n"
+DELETE_PROBE_CONTENT = b"gazette-delete-probe\n"
 
 
 async def serve_store_health(broker: Broker, req: pb.FragmentStoreHealthRequest
                              ) -> pb.FragmentStoreHealthResponse:
     validate_store_url(req.fragment_store)
     header = unrouted_header(broker.process_id, broker.keyspace.header)
-    error = await check_store(req.fragment_store, broker.config.file_root)
+    health = broker.store_health.health(req.fragment_store)
+    error = await health.await_first_check()
+    if not error and req.check_delete:
+        error = await check_delete(health.store, req.check_delete_prefix)
     if error:
         return pb.FragmentStoreHealthResponse(status=pb.FRAGMENT_STORE_UNHEALTHY, header=header,
                                               store_health_error=error)
     return pb.FragmentStoreHealthResponse(status=pb.OK, header=header)
 
 
-async def check_store(url: str, file_root: str) -> str:
-    """Empty when the store passes a put/list/read round trip, else the error text."""
+async def check_delete(store: FragmentStore, prefix: str) -> str:
+    """Empty when a probe object under `prefix` can be written and deleted, else why not.
+
+    Stores address objects by fragment, so the probe is a one-fragment
+    journal named `<prefix>.gazette-delete-probe`.
+    """
+    probe = pb.Fragment(journal=f"{prefix}.gazette-delete-probe", begin=0,
+                        end=len(DELETE_PROBE_CONTENT), compression_codec=pb.NONE)
     try:
-        store = get_store(url, file_root)
-        await store.put(PROBE, PROBE_CONTENT)
-        listed = await store.list(PROBE.journal)
-        if not any(f.end == PROBE.end for f in listed):
-            return "health-check object was written but not listed"
-        content = b"".join([chunk async for chunk in store.open(PROBE)])
-        if content != PROBE_CONTENT:
-            return "health-check object read back different content"
-    except Exception as exc:  # any store failure is the answer, not a crash
-        return str(exc) or type(exc).__name__
+        await store.put(probe, DELETE_PROBE_CONTENT)
+        await store.delete(probe)
+    except Exception as exc:  # the store's failure is the answer
+        return f"delete probe: {exc or type(exc).__name__}"
     return ""
