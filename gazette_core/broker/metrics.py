@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import grpc
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     Counter,
     disable_created_metrics,
@@ -90,9 +89,13 @@ HTTP_REQUESTS = Counter(
     ["method", "code"])
 
 
+# The classic text format, which every Prometheus understands (and Go's promhttp serves).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
 def exposition() -> tuple[bytes, str]:
     """The text exposition of every registered metric, and its content type."""
-    return generate_latest(), CONTENT_TYPE_LATEST
+    return generate_latest(), CONTENT_TYPE
 
 
 def store_provider(url: str) -> str:
