@@ -31,7 +31,8 @@ def up(directory: str | None = Dir,
     stack = local_stack.up(path, brokers=brokers, zones=zones)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
-        stdout.print(f"  {row['name']:<10} pid {row['pid']:<8} {row['endpoint']}",
+        http = f"  (HTTP {row['http']})" if row["http"] else ""
+        stdout.print(f"  {row['name']:<10} pid {row['pid']:<8} {row['endpoint']}{http}",
                      highlight=False)
     stdout.print(f"fragments are stored under {path / 'fragments'} (store URL file:///)",
                  highlight=False)
@@ -53,9 +54,9 @@ def status(directory: str | None = Dir,
     if output is Format.json:
         stdout.out(json.dumps(rows))
         return
-    table(["Role", "Name", "PID", "Endpoint", "Alive"],
+    table(["Role", "Name", "PID", "Endpoint", "HTTP", "Alive"],
           [[str(r["role"]), str(r["name"]), str(r["pid"]), str(r["endpoint"]),
-            "yes" if r["alive"] else "no"] for r in rows])
+            str(r["http"] or ""), "yes" if r["alive"] else "no"] for r in rows])
 
 
 @app.command()

@@ -45,10 +45,15 @@ class Process:
     pid: int = 0
     peer_port: int = 0
     zone: str = "local"
+    http_port: int = 0  # a broker's HTTP gateway and /metrics (0: none planned yet)
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def http(self) -> str | None:
+        return f"http://127.0.0.1:{self.http_port}" if self.http_port else None
 
     @property
     def marker(self) -> str:
@@ -87,7 +92,8 @@ class Stack:
 
     def status(self) -> list[dict[str, object]]:
         return [{"role": p.role, "name": p.name, "pid": p.pid, "endpoint": p.endpoint,
-                 "alive": processes.alive(p.pid, p.marker)} for p in self.processes]
+                 "http": p.http, "alive": processes.alive(p.pid, p.marker)}
+                for p in self.processes]
 
 
 def resolve_dir(directory: str | None) -> Path:
@@ -134,6 +140,8 @@ def _plan(stack: Stack, brokers: int, zones: int) -> None:
     for i in range(len(stack.brokers), brokers):
         zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
         stack.processes.append(Process("broker", f"broker-{i + 1}", free_port(), zone=zone))
+    for b in stack.brokers:
+        b.http_port = b.http_port or free_port()  # stacks planned before the gateway lack one
 
 
 def _etcd_argv(stack: Stack) -> list[str]:
@@ -148,6 +156,7 @@ def _etcd_argv(stack: Stack) -> list[str]:
 def _broker_argv(stack: Stack, b: Process) -> list[str]:
     return [sys.executable, "-m", BROKER_MARKER, "serve",
             "--broker.host", "127.0.0.1", "--broker.port", str(b.port),
+            "--broker.http-port", str(b.http_port),
             "--broker.zone", b.zone, "--broker.id", b.name,
             "--broker.file-root", str(stack.directory / "fragments"),
             "--etcd.address", stack.etcd.endpoint, "--etcd.prefix", ETCD_PREFIX,

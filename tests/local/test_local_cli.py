@@ -79,7 +79,8 @@ def test_up_starts_etcd_and_a_broker(up_output: str, stack_dir: Path) -> None:
     etcd, broker = stack.etcd, stack.brokers[0]
     assert up_output == (f"local stack running in {stack_dir}\n"
                          f"  etcd       pid {etcd.pid:<8} {etcd.endpoint}\n"
-                         f"  broker-1   pid {broker.pid:<8} {broker.endpoint}\n"
+                         f"  broker-1   pid {broker.pid:<8} {broker.endpoint}"
+                         f"  (HTTP {broker.http})\n"
                          f"fragments are stored under {stack_dir / 'fragments'} "
                          "(store URL file:///)\n")
     assert processes.alive(etcd.pid, etcd.marker)
@@ -94,10 +95,11 @@ def test_status_json_lists_every_process(up_output: str, stack_dir: Path,
 
     assert _status(stack_dir, env) == [
         {"role": "etcd", "name": "etcd", "pid": stack.etcd.pid,
-         "endpoint": stack.etcd.endpoint, "alive": True},
+         "endpoint": stack.etcd.endpoint, "http": None, "alive": True},
         {"role": "broker", "name": "broker-1", "pid": stack.brokers[0].pid,
-         "endpoint": stack.brokers[0].endpoint, "alive": True},
+         "endpoint": stack.brokers[0].endpoint, "http": stack.brokers[0].http, "alive": True},
     ]
+    assert stack.brokers[0].http not in (None, stack.brokers[0].endpoint)
 
 
 def test_status_table(up_output: str, stack_dir: Path, env: dict[str, str]) -> None:
@@ -106,9 +108,10 @@ def test_status_table(up_output: str, stack_dir: Path, env: dict[str, str]) -> N
     out = _ok("local", "status", "--dir", str(stack_dir), env=env)
 
     assert [line.split() for line in out.splitlines()] == [
-        ["Role", "Name", "PID", "Endpoint", "Alive"],
+        ["Role", "Name", "PID", "Endpoint", "HTTP", "Alive"],
         ["etcd", "etcd", str(stack.etcd.pid), stack.etcd.endpoint, "yes"],
-        ["broker", "broker-1", str(stack.brokers[0].pid), stack.brokers[0].endpoint, "yes"],
+        ["broker", "broker-1", str(stack.brokers[0].pid), stack.brokers[0].endpoint,
+         str(stack.brokers[0].http), "yes"],
     ]
 
 
@@ -135,6 +138,28 @@ def test_up_makes_the_stack_active_for_later_commands(
     assert [line.split() for line in listed.splitlines()] == [
         ["Name", "Primary"], ["local/after", "broker-1"], ["local/before", "broker-1"]]
     assert _ok("journals", "read", "-l", "name=local/before", env=env) == "first\n"
+
+
+def _curl(*args: str) -> bytes:
+    proc = subprocess.run(["curl", "-sS", "--noproxy", "*", "--max-time", "30", *args],
+                          capture_output=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_curl_reaches_the_brokers_http_gateway(up_output: str, stack_dir: Path,
+                                               env: dict[str, str], tmp_path: Path) -> None:
+    http = _status(stack_dir, env)[1]["http"]
+    payload = tmp_path / "payload"
+    payload.write_bytes(b"via http\n")
+
+    put = _curl("-i", "-X", "PUT", "--data-binary", f"@{payload}", f"{http}/local/before")
+    got = _curl(f"{http}/local/before?offset=6")
+    metrics = _curl(f"{http}/metrics")
+
+    assert put.startswith(b"HTTP/1.1 204 ") and b"X-Commit-Begin: 6\r\n" in put
+    assert got == b"via http\n"
+    assert b"gazette_append_commits_total " in metrics
 
 
 def test_status_of_a_directory_without_a_stack_fails(tmp_path: Path,
@@ -168,7 +193,7 @@ def test_up_restarts_only_a_killed_broker(up_output: str, stack_dir: Path,
         ("etcd", before.etcd.endpoint, True), ("broker-1", old.endpoint, True)]
     assert rows[0]["pid"] == before.etcd.pid
     assert rows[1]["pid"] != old.pid
-    assert f"  broker-1   pid {rows[1]['pid']:<8} {old.endpoint}\n" in out
+    assert f"  broker-1   pid {rows[1]['pid']:<8} {old.endpoint}  (HTTP {old.http})\n" in out
     # The restarted broker serves journals, including ones it must newly be assigned.
     appended = _ok("journals", "append", "-l", "name=local/after", env=env, input=b"x\n")
     assert re.fullmatch(r"appended 2 bytes to local/after at offsets \[0, 2\)\n", appended)
