@@ -9,7 +9,6 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
 from gazette_core.broker.protocol.validate_ext import validate_fragments_request
 from gazette_core.broker.proxy import proxy_list_fragments
-from gazette_core.broker.stores.registry import get_store
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -43,8 +42,7 @@ async def serve_list_fragments(broker: Broker, req: pb.FragmentsRequest
             break
         out = resp.fragments.add(spec=frag)
         if ttl and frag.backing_store:
-            out.signed_url = get_store(frag.backing_store, broker.config.file_root).sign_get(
-                frag, ttl)
+            out.signed_url = broker.store_for(frag.backing_store).sign_get(frag, ttl)
     return resp
 
 

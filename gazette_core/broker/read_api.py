@@ -18,7 +18,6 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_read_request
 from gazette_core.broker.proxy import proxy_read
 from gazette_core.broker.replica import Replica
-from gazette_core.broker.stores.registry import get_store
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -87,7 +86,7 @@ def _metadata(broker: Broker, entry: IndexEntry, offset: int, write_head: int
     frag = entry.fragment
     resp = pb.ReadResponse(status=pb.OK, offset=offset, write_head=write_head, fragment=frag)
     if frag.backing_store and frag.mod_time:
-        store = get_store(frag.backing_store, broker.config.file_root)
+        store = broker.store_for(frag.backing_store)
         resp.fragment_url = store.sign_get(frag, SIGNED_URL_TTL_S)
     return resp
 
@@ -103,7 +102,7 @@ async def _content(broker: Broker, entry: IndexEntry, offset: int, stop: int
                 yield pb.ReadResponse(offset=offset + i, content=block[i:i + CHUNK_SIZE])
             offset += len(block)
         return
-    store = get_store(entry.fragment.backing_store, broker.config.file_root)
+    store = broker.store_for(entry.fragment.backing_store)
     async for data in read_fragment(store, entry.fragment, offset):
         data = data[:stop - offset]
         metrics.READ_BYTES.inc(len(data))

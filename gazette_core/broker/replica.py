@@ -38,12 +38,13 @@ class Replica:
     """One journal's local state on this broker."""
 
     def __init__(self, journal: str, item: KeyValue, persister: Persister, file_root: str,
-                 spool_dir: str | None = None) -> None:
+                 spool_dir: str | None = None, file_only: bool = False) -> None:
         self.journal = journal
         self.create_revision = item.create_revision
         self.spec: pb.JournalSpec = _spec_of(item)
         self.persister = persister
         self.file_root = file_root
+        self.file_only = file_only  # --broker.file-only: list file:/// in file_root instead
         self.spool_dir = spool_dir
         self.spool = Spool(journal, spool_dir)
         self.index = FragmentIndex()
@@ -155,7 +156,7 @@ class Replica:
         """List every store of the journal and replace the index's remote fragments."""
         fragments: list[pb.Fragment] = []
         for url in self.spec.fragment.stores:
-            store = get_store(url, self.file_root)
+            store = get_store(url, self.file_root, self.file_only)
             fragments.extend(await store.list(self.journal))
         self.index.replace_remote(fragments)
 

@@ -36,6 +36,8 @@ from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.servicer import JournalServicer
+from gazette_core.broker.stores.base import FragmentStore
+from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
@@ -70,7 +72,7 @@ class Broker:
         self.etcd: aetcd.Client
         self.keyspace: KeySpace
         self.resolver: Resolver
-        self.persister = Persister(config.file_root)
+        self.persister = Persister(config.file_root, file_only=config.file_only)
         self.server: grpc.aio.Server | None = None
         self.http_gateway: HttpGateway | None = None
         self.port = 0
@@ -98,6 +100,10 @@ class Broker:
         """The HTTP gateway's URL, or None when it is disabled (or not started)."""
         gateway = self.http_gateway
         return self.config.endpoint(gateway.port) if gateway is not None else None
+
+    def store_for(self, url: str) -> FragmentStore:
+        """The store serving `url` here (file:/// under the file root with --broker.file-only)."""
+        return get_store(url, self.config.file_root, self.config.file_only)
 
     async def start(self) -> None:
         self.etcd = await etcd_util.connect(self.config.etcd_address)
@@ -158,7 +164,7 @@ class Broker:
 
     def _new_replica(self, journal: str, item: KeyValue) -> Replica:
         return Replica(journal, item, self.persister, self.config.file_root,
-                       self.config.spool_dir or None)
+                       self.config.spool_dir or None, file_only=self.config.file_only)
 
     async def stop(self, drain_timeout: float = DRAIN_TIMEOUT_S) -> None:
         """Drain, persist every spool, then leave: stop serving and release the lease.

@@ -47,8 +47,10 @@ class Persister:
         file_root: str,
         concurrency: int = MAX_CONCURRENT_PERSISTS,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
+        file_only: bool = False,
     ) -> None:
         self.file_root = file_root
+        self.file_only = file_only  # --broker.file-only: every store is file:/// in file_root
         self._concurrency = concurrency
         self._retry_delays = retry_delays
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
@@ -128,7 +130,7 @@ class Persister:
         """One attempt; returns the persisted fragment, or None when there is no store."""
         if not spec.fragment.stores:
             return None
-        store = get_store(spec.fragment.stores[0], self.file_root)
+        store = get_store(spec.fragment.stores[0], self.file_root, self.file_only)
         fragment = pb.Fragment()
         fragment.CopyFrom(spool.fragment)
         fragment.path_postfix = _postfix(spool, spec)

@@ -1,9 +1,10 @@
-"""One FragmentStore per (store URL, file root), built by URL scheme.
+"""One FragmentStore per (store URL, file root, file-only mode), built by URL scheme.
 
 Construction failures (a malformed URL, an unknown query parameter, a scheme
 without an adapter) do not raise: they yield an `UnusableStore` whose every
 operation reports the reason, so the failure surfaces as an unhealthy store
-and failed persists, as in Gazette.
+and failed persists, as in Gazette. In file-only mode (`--broker.file-only`)
+every URL is served by the file store `file:///` under the file root.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ _LAZY_ADAPTERS = {
     "azure": "gazette_core.broker.stores.azure",
     "azure-ad": "gazette_core.broker.stores.azure",
 }
-_STORES: dict[tuple[str, str], FragmentStore] = {}
+_STORES: dict[tuple[str, str, bool], FragmentStore] = {}
+FILE_ONLY_URL = "file:///"
 
 
 def register_adapter(scheme: str, adapter: StoreAdapter) -> None:
@@ -47,12 +49,32 @@ def register_adapter(scheme: str, adapter: StoreAdapter) -> None:
     _ADAPTERS[scheme] = adapter
 
 
-def get_store(url: str, file_root: str) -> FragmentStore:
-    """The cached store for `url`; `file_root` roots `file://` URLs."""
-    key = (url, file_root)
+def get_store(url: str, file_root: str, file_only: bool = False) -> FragmentStore:
+    """The cached store for `url`; `file_root` roots `file://` URLs.
+
+    With `file_only`, the store of any URL is `file:///` under `file_root`.
+    """
+    key = (url, file_root, file_only)
     store = _STORES.get(key)
     if store is None:
-        store = _STORES[key] = _build(url, file_root)
+        store = _STORES[key] = (_build_file_only(url, file_root) if file_only
+                                else _build(url, file_root))
+    return store
+
+
+def _build_file_only(url: str, file_root: str) -> FragmentStore:
+    """`file:///` under `file_root` standing in for `url` (broker.md 3.4).
+
+    The original prefix and query parameters are discarded, but the store
+    keeps `url` as its name, so fragments list with `backing_store` equal to
+    the journal's configured store and later reads find them here again.
+    """
+    try:
+        parse_store_url(url)
+    except ValidationError as exc:
+        return UnusableStore(url, exc.reason)
+    store = FileStore(parse_store_url(FILE_ONLY_URL), file_root)
+    store.url = url
     return store
 
 
