@@ -8,6 +8,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.route_ext import unrouted_header
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
 from gazette_core.keyspace import etcd_util
+from gazette_core.server.authz import authorize_apply
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 async def serve_apply(broker: Broker, req: pb.ApplyRequest) -> pb.ApplyResponse:
     """Apply every change atomically, guarded by each change's expected mod revision."""
     validate_apply_request(req)
+    authorize_apply(req)
     root = broker.config.etcd_prefix.rstrip("/")
     compares, ops = [], []
     for change in req.changes:

@@ -40,7 +40,9 @@ class BrokerConfig:
         return self.id or socket.gethostname()
 
     def endpoint(self, port: int) -> str:
-        return f"http://{self.host or socket.gethostname()}:{port}"
+        """The advertised URL: https when this broker serves TLS."""
+        scheme = "https" if self.server_cert_file else "http"
+        return f"{scheme}://{self.host or socket.gethostname()}:{port}"
 
 
 # (flag, field, type, environment variable, help)

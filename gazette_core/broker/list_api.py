@@ -14,6 +14,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches, rewrite_prefix_meta, with_meta_name
 from gazette_core.broker.protocol.route_ext import unrouted_header
 from gazette_core.broker.protocol.validate_ext import validate_list_request
+from gazette_core.server.authz import visible
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -58,6 +59,8 @@ def snapshot(broker: Broker, selector: pb.LabelSelector) -> list[pb.ListResponse
             continue
         if not matches(selector, with_meta_name(spec.labels, spec.name)):
             continue
+        if not visible(spec.name, spec.labels):
+            continue  # outside the RPC's claims
         route = broker.resolver.route_of(broker.resolver.assignments_of(spec.name))
         out.append(pb.ListResponse.Journal(spec=spec, mod_revision=kv.mod_revision,
                                            create_revision=kv.create_revision, route=route))

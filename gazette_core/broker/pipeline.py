@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -58,8 +59,14 @@ class Pipeline:
 
     def __init__(self, replica: Replica, header: pb.Header,
                  dial: Callable[[str], grpc.aio.Channel],
-                 ack_timeout: float = ACK_TIMEOUT_S) -> None:
+                 ack_timeout: float = ACK_TIMEOUT_S,
+                 metadata: Sequence[tuple[str, str]] | None = None,
+                 renew_at: float = math.inf) -> None:
         self.replica = replica
+        # Authorization of the Replicate streams, and the loop time by which
+        # the primary replaces the pipeline, before that authorization expires.
+        self.metadata = metadata
+        self.renew_at = renew_at
         self.ack_timeout = ack_timeout
         self.header = pb.Header()
         self.header.CopyFrom(header)
@@ -83,7 +90,7 @@ class Pipeline:
             replicate = self._dial(endpoint).stream_stream(
                 REPLICATE_METHOD, request_serializer=None,
                 response_deserializer=pb.ReplicateResponse.FromString)
-            self.peers.append(_Peer(member, replicate()))
+            self.peers.append(_Peer(member, replicate(metadata=self.metadata)))
 
     def first_request(self, peer: _Peer, req: pb.ReplicateRequest) -> pb.ReplicateRequest:
         """`req` as the opening message to `peer`: with our header, addressed to it."""

@@ -15,6 +15,7 @@ import grpc
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.resolver import Resolution
 from gazette_core.errors import GazetteError
+from gazette_core.server import auth
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -60,7 +61,8 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
             yield req
 
     try:
-        resp: pb.AppendResponse = await stub.Append(relay())
+        resp: pb.AppendResponse = await stub.Append(
+            relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
     except grpc.aio.AioRpcError as exc:
         raise _error(exc, f"Append of {res.journal}") from None
     return resp
@@ -73,7 +75,8 @@ async def proxy_read(broker: Broker, res: Resolution, req: pb.ReadRequest
     forwarded.CopyFrom(req)
     forwarded.header.CopyFrom(res.header)
     try:
-        async for resp in stub.Read(forwarded):
+        metadata = broker.security.peer_metadata(res.journal, auth.READ)
+        async for resp in stub.Read(forwarded, metadata=metadata):
             yield resp
     except grpc.aio.AioRpcError as exc:
         raise _error(exc, f"Read of {res.journal}") from None
@@ -86,7 +89,8 @@ async def proxy_list_fragments(broker: Broker, res: Resolution, req: pb.Fragment
     forwarded.CopyFrom(req)
     forwarded.header.CopyFrom(res.header)
     try:
-        resp: pb.FragmentsResponse = await stub.ListFragments(forwarded)
+        resp: pb.FragmentsResponse = await stub.ListFragments(
+            forwarded, metadata=broker.security.peer_metadata(res.journal, auth.READ))
     except grpc.aio.AioRpcError as exc:
         raise _error(exc, f"ListFragments of {res.journal}") from None
     return resp

@@ -20,6 +20,7 @@ from gazette_core.broker.protocol.validate_ext import strip_meta
 from gazette_core.broker.replica import Replica
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.server.authz import visible
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ class Resolver:
         item = self.keyspace.get(f"{self.root}/items/{journal}")
         spec = item.decoded if item is not None else None
         assignments = self.assignments_of(journal)
+        if isinstance(spec, pb.JournalSpec) and not visible(journal, spec.labels):
+            item, spec, assignments = None, None, []  # outside the RPC's claims: not found
         route = self.route_of(assignments)
         header = pb.Header(route=route)
         header.etcd.CopyFrom(self.keyspace.header)

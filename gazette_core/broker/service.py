@@ -21,7 +21,6 @@ from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
 from gazette_core.broker import suspension
-from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.http_gateway import HttpGateway
@@ -35,6 +34,7 @@ from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
 from gazette_core.broker.resolver import Resolution, Resolver
+from gazette_core.broker.security import Security
 from gazette_core.broker.servicer import JournalServicer
 from gazette_core.broker.stores.base import FragmentStore
 from gazette_core.broker.stores.registry import get_store
@@ -69,6 +69,7 @@ class Broker:
         self.config = config
         self.process_id = pb.ProcessSpec.ID(zone=config.zone, suffix=config.suffix)
         self.root = config.etcd_prefix.rstrip("/")
+        self.security = Security(config)  # bad auth keys fail here, before anything starts
         self.etcd: aetcd.Client
         self.keyspace: KeySpace
         self.resolver: Resolver
@@ -121,11 +122,12 @@ class Broker:
                                  self.pulse.route_changed)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
-        self.server = grpc.aio.server(options=GRPC_OPTIONS,
-                                      interceptors=[JournalServerMetrics()])
+        self.server = grpc.aio.server(
+            options=GRPC_OPTIONS,
+            interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         pb_grpc.add_JournalServicer_to_server(JournalServicer(self), self.server)
-        self.port = self.server.add_insecure_port(f"{self.config.host or '0.0.0.0'}:"
-                                                  f"{self.config.port}")
+        self.port = self.security.add_port(self.server, f"{self.config.host or '0.0.0.0'}:"
+                                                        f"{self.config.port}")
         await self.server.start()
         if self.config.http_port >= 0:
             self.http_gateway = HttpGateway(self.endpoint)
@@ -261,7 +263,7 @@ class Broker:
         return len(res.route.members) > self._desired_replication(res.spec)
 
     def peer_stub(self, endpoint: str) -> JournalAsyncStub:
-        return journal_stub(endpoint)
+        return self.security.peer_stub(endpoint)
 
     async def sync_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
         """The journal's synchronised pipeline for `res`'s route, building it if needed.
@@ -271,7 +273,8 @@ class Broker:
         """
         pipeline = replica.pipeline
         if pipeline is not None and (pipeline.broken is not None
-                                     or not route_equivalent(pipeline.route, res.route)):
+                                     or not route_equivalent(pipeline.route, res.route)
+                                     or pipeline.renew_at <= asyncio.get_running_loop().time()):
             await replica.close_pipeline()
             pipeline = None
         if pipeline is None:
@@ -283,7 +286,9 @@ class Broker:
 
     async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
         replica.primary = True
-        pipeline = Pipeline(replica, res.header, dial)
+        metadata, renew_at = self.security.replication(replica.journal)
+        pipeline = Pipeline(replica, res.header, self.security.peer_channel, metadata=metadata,
+                            renew_at=renew_at)
         replica.pipeline = pipeline
         codec = replica.spec.fragment.compression_codec
         try:

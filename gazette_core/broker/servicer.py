@@ -36,6 +36,8 @@ async def _abort(context: Context, exc: Exception) -> None:
     # caller's mistake, answered as Go does.
     retriable = isinstance(exc, GazetteError) and exc.retriable
     code = grpc.StatusCode.UNAVAILABLE if retriable else grpc.StatusCode.UNKNOWN
+    if (named := getattr(exc, "grpc_code", None)) is not None:
+        code = grpc.StatusCode[named]  # e.g. an Apply outside the authorization's selector
     await context.abort(code, str(exc))
 
 

@@ -87,7 +87,7 @@ def test_selector_json_omits_empty_fields_like_go() -> None:
 def test_selector_json_accepts_what_go_may_send() -> None:
     assert selector_from_json(None) == pb.LabelSelector()
     assert selector_from_json({"include": {}}) == pb.LabelSelector()
-    with pytest.raises(ValueError, match="sel.include.labels must be a list"):
+    with pytest.raises(ValueError, match=r"sel\.include\.labels must be a list"):
         selector_from_json({"include": {"labels": "x"}})
 
 
