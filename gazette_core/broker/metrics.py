@@ -68,7 +68,8 @@ APPEND_BYTES = Counter(
     "gazette_append_bytes", "Content bytes received by appends at their primary broker, "
     "including appends that were later rolled back.")
 APPEND_COMMITS = Counter(
-    "gazette_append_commits", "Appends committed by this broker as the journal's primary.")
+    "gazette_append_commits",
+    "Appends (pulses' empty ones included) committed by this broker as the journal's primary.")
 APPEND_COMMITTED_BYTES = Counter(
     "gazette_append_committed_bytes", "Bytes of appends committed by this broker as primary.")
 READS = Counter("gazette_reads", "Read RPCs served from this broker's own replicas.")

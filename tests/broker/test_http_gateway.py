@@ -207,3 +207,19 @@ async def test_curl_put_and_get(broker: Broker, tmp_path: Path) -> None:
     code, out, err = await run(*curl("-I", url(broker, query="offset=0")))
     assert code == 0, err
     assert out.startswith(b"HTTP/1.1 206 ") and b"X-Write-Head: 10\r\n" in out
+
+
+async def test_stopping_the_broker_ends_a_blocking_get(etcd: aetcd.Client, etcd_server: EtcdServer,
+                                                      tmp_path: Path) -> None:
+    async with http_broker(etcd_server.endpoint, str(tmp_path)) as broker:
+        async with journal_stub(broker.endpoint) as stub:
+            await create(stub, journal_spec(JOURNAL))
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        async with session:
+            reading = asyncio.create_task(_read_blocking(session, broker, bytearray()))
+            await put(session, broker, b"first")  # the GET below waits at offset 7
+            await asyncio.sleep(0.2)
+            async with asyncio.timeout(30):
+                await broker.stop(drain_timeout=1.0)
+                with pytest.raises(aiohttp.ClientError):
+                    await reading

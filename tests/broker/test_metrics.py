@@ -69,7 +69,8 @@ async def test_appends_and_reads_move_their_counters(broker: Broker,
     after = await scrape(http, broker)
 
     assert delta(before, after, "gazette_append_bytes_total") == 1123
-    assert delta(before, after, "gazette_append_commits_total") == 2
+    # A pulse (an empty append on a route change) may commit too, adding no bytes.
+    assert 2 <= delta(before, after, "gazette_append_commits_total") <= 3
     assert delta(before, after, "gazette_append_committed_bytes_total") == 1123
     assert delta(before, after, "gazette_reads_total") == 1
     assert delta(before, after, "gazette_read_bytes_total") == 1123
