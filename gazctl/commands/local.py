@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import enum
 import json
+import shlex
 
 import typer
 
 from gazctl.render import stdout, table
+from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 
 app = typer.Typer(help="Run a local Gazette stack (etcd and brokers) in the background.",
@@ -25,10 +27,12 @@ class Format(enum.StrEnum):
 def up(directory: str | None = Dir,
        brokers: int = typer.Option(1, "--brokers", min=1, max=9, help="Number of brokers."),
        zones: int = typer.Option(1, "--zones", min=1, max=3, help="Spread brokers over zones."),
+       s3: bool = typer.Option(False, "--s3", help="Also run an S3 emulator (moto) with a "
+                               "bucket; `gazctl local env` prints its store URL."),
        ) -> None:
     """Start the stack, or restart any of its processes that is not running."""
     path = local_stack.resolve_dir(directory)
-    stack = local_stack.up(path, brokers=brokers, zones=zones)
+    stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
         http = f"  (HTTP {row['http']})" if row["http"] else ""
@@ -36,6 +40,8 @@ def up(directory: str | None = Dir,
                      highlight=False)
     stdout.print(f"fragments are stored under {path / 'fragments'} (store URL file:///)",
                  highlight=False)
+    if stack.s3_store is not None:
+        stdout.print(f"or in S3: {stack.s3_store} (see `gazctl local env`)", highlight=False)
 
 
 @app.command()
@@ -44,6 +50,11 @@ def env(directory: str | None = Dir) -> None:
     stack = _load(directory)
     stdout.out(f"export BROKER_ADDRESS={stack.brokers[0].endpoint}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+    if stack.s3_store is not None:
+        # The URL holds "?": quoted, so no shell takes it for a glob.
+        stdout.out(f"export GAZETTE_S3_STORE={shlex.quote(stack.s3_store)}")
+        for name, value in local_s3.ENV.items():
+            stdout.out(f"export {name}={value}")
 
 
 @app.command()
@@ -61,7 +72,7 @@ def status(directory: str | None = Dir,
 
 @app.command()
 def down(directory: str | None = Dir) -> None:
-    """Stop brokers (they persist their spools first), then etcd."""
+    """Stop brokers (they persist their spools first), then the S3 emulator and etcd."""
     path = local_stack.resolve_dir(directory)
     for name, graceful in local_stack.down(path):
         stdout.print(f"stopped {name}" + ("" if graceful else " (killed after timeout)"),

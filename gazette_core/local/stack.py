@@ -2,8 +2,9 @@
 
 State lives in `DIR/stack.json` (pids, ports, ids), logs in `DIR/logs/`, etcd
 data in `DIR/etcd/` and fragments in `DIR/fragments/` (the root of `file://`
-stores). Ports and broker ids are chosen once, so a restarted process keeps
-its identity and data. The most recently started stack is recorded in
+stores). With `s3`, a moto S3 emulator runs beside them (see local/s3.py).
+Ports and broker ids are chosen once, so a restarted process keeps its
+identity and data. The most recently started stack is recorded in
 `~/.local/state/gazette/active-stack`, which lets later gazctl commands find
 a broker without flags.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from gazette_core.allocator.keys import member_key
 from gazette_core.errors import GazetteError
 from gazette_core.local import etcd_http, processes
+from gazette_core.local import s3 as local_s3
 from gazette_core.local.probe import broker_serves
 from gazette_core.testing.etcd import free_port
 
@@ -57,7 +59,7 @@ class Process:
 
     @property
     def marker(self) -> str:
-        return "etcd" if self.role == "etcd" else BROKER_MARKER
+        return {"etcd": "etcd", "s3": local_s3.MARKER}.get(self.role, BROKER_MARKER)
 
 
 @dataclass
@@ -74,6 +76,16 @@ class Stack:
     @property
     def brokers(self) -> list[Process]:
         return [p for p in self.processes if p.role == "broker"]
+
+    @property
+    def s3(self) -> Process | None:
+        """The S3 emulator, if the stack was started with one."""
+        return next((p for p in self.processes if p.role == "s3"), None)
+
+    @property
+    def s3_store(self) -> str | None:
+        """The store URL of the emulator's bucket, if the stack has one."""
+        return local_s3.store_url(self.s3.endpoint) if self.s3 is not None else None
 
     def save(self) -> None:
         data = {"lease": self.lease, "processes": [asdict(p) for p in self.processes]}
@@ -101,30 +113,36 @@ def resolve_dir(directory: str | None) -> Path:
 
 
 def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
-       activate: bool = True, lease: int | None = None) -> Stack:
+       activate: bool = True, lease: int | None = None, s3: bool = False) -> Stack:
     """Start (or restart the dead processes of) the stack in `directory`.
 
     With `activate`, later gazctl commands default to this stack's brokers.
     `lease` sets the brokers' Etcd lease TTL in seconds; it is kept in the
     stack's state, so later restarts use it too (default LEASE_S). Brokers
-    already running keep the lease they were started with.
+    already running keep the lease they were started with. `s3` adds the S3
+    emulator for good; brokers already running are restarted to get its
+    credentials.
     """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fragments").mkdir(exist_ok=True)
     stack = Stack.load(directory) or Stack(directory)
     if lease is not None:
         stack.lease = lease
-    _plan(stack, brokers, zones)
+    added_s3 = _plan(stack, brokers, zones, s3)
     stack.save()
     if not processes.alive(stack.etcd.pid, stack.etcd.marker):
         stack.etcd.pid = processes.spawn(_etcd_argv(stack), directory / "logs" / "etcd.log")
         stack.save()
     _wait(lambda: etcd_http.healthy(stack.etcd.endpoint), timeout, "etcd",
           directory / "logs" / "etcd.log")
+    _start_s3(stack, timeout)
     for b in stack.brokers:
+        if added_s3:
+            processes.stop(b.pid, b.marker, timeout)
         if not processes.alive(b.pid, b.marker):
             _forget_crashed(stack, b)
-            b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log")
+            b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log",
+                                    env=local_s3.ENV if stack.s3 is not None else None)
             stack.save()
     for b in stack.brokers:
         _wait(_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
@@ -133,15 +151,33 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     return stack
 
 
-def _plan(stack: Stack, brokers: int, zones: int) -> None:
-    """Give a new stack its etcd and any missing brokers stable ports and names."""
+def _plan(stack: Stack, brokers: int, zones: int, s3: bool) -> bool:
+    """Give a new stack its etcd, any missing brokers and (with `s3`) the S3 emulator
+    stable ports and names; True when the emulator was added just now."""
     if not any(p.role == "etcd" for p in stack.processes):
         stack.processes.append(Process("etcd", "etcd", free_port(), peer_port=free_port()))
+    added_s3 = s3 and stack.s3 is None
+    if added_s3:
+        stack.processes.append(Process("s3", "s3", free_port()))
     for i in range(len(stack.brokers), brokers):
         zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
         stack.processes.append(Process("broker", f"broker-{i + 1}", free_port(), zone=zone))
     for b in stack.brokers:
         b.http_port = b.http_port or free_port()  # stacks planned before the gateway lack one
+    return added_s3
+
+
+def _start_s3(stack: Stack, timeout: float) -> None:
+    """Start the S3 emulator unless it runs (or is not planned), then ensure its bucket."""
+    s3 = stack.s3
+    if s3 is None:
+        return
+    log = stack.directory / "logs" / "s3.log"
+    if not processes.alive(s3.pid, s3.marker):
+        s3.pid = processes.spawn(local_s3.argv(s3.port), log)
+        stack.save()
+    _wait(lambda: local_s3.serves(s3.endpoint), timeout, "s3", log)
+    local_s3.ensure_bucket(s3.endpoint)
 
 
 def _etcd_argv(stack: Stack) -> list[str]:
@@ -189,11 +225,13 @@ def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> No
 
 
 def down(directory: Path, timeout: float = 30.0) -> list[tuple[str, bool]]:
-    """Stop brokers (SIGTERM, so they persist spools) and then etcd."""
+    """Stop brokers (SIGTERM, so they persist spools), then the S3 emulator and etcd."""
     stack = Stack.load(directory)
     if stack is None:
         raise StackError(f"no local stack in {directory}")
     results = [(b.name, processes.stop(b.pid, b.marker, timeout)) for b in stack.brokers]
+    if stack.s3 is not None:
+        results.append(("s3", processes.stop(stack.s3.pid, stack.s3.marker, timeout)))
     results.append(("etcd", processes.stop(stack.etcd.pid, stack.etcd.marker, timeout)))
     return results
 
