@@ -15,10 +15,16 @@ import grpc
 import typer
 
 from gazctl.completion import complete_selector
+from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.ini import load as load_ini
-from gazette_core.broker.client.channel import close_channels, dial, journal_stub
+from gazette_core.broker.client.channel import (
+    close_channels,
+    dial,
+    journal_stub,
+    use_client_config,
+)
 from gazette_core.broker.protocol.durations_ext import parse_go_duration
-from gazette_core.errors import UnavailableError, ValidationError
+from gazette_core.errors import RPCError, UnavailableError, ValidationError
 from gazette_core.local.stack import active_broker_address
 
 if TYPE_CHECKING:
@@ -68,14 +74,20 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
     """
     target = broker_address(address)
     limit = connect_timeout(timeout)
+    config = client_config()  # TLS files and authorization (gazctl.connection)
 
     async def main() -> T:
+        use_client_config(config)  # for every dial below, routed calls included
         try:
             await _connect(target, limit)
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:
                 raise _unreachable(target, str(exc)) from None
+            except RPCError as exc:
+                if exc.code == "UNAUTHENTICATED":
+                    exc.hint = UNAUTHENTICATED_HINT
+                raise
         finally:
             await close_channels()
 

@@ -15,6 +15,7 @@ from gazctl.commands.attach_uuids import attach_uuids
 from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
+from gazctl.connection import add_connection_options
 from gazctl.render import print_error
 from gazette_core.errors import GazetteError
 
@@ -31,6 +32,8 @@ app.add_typer(journals_app, name="journals")
 app.add_typer(local_app, name="local")
 app.command("print-config")(print_config)
 app.command("attach-uuids")(attach_uuids)
+# After every command is registered: each one that dials a broker gets the TLS and auth options.
+add_connection_options(app)
 
 
 def main() -> None:
