@@ -20,10 +20,11 @@ from gazctl.render import (
 from gazctl.timeflags import parse_time
 from gazette_core.broker.client.journals import list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.durations_ext import from_seconds
+from gazette_core.broker.protocol.durations_ext import from_seconds, parse_go_duration
 from gazette_core.broker.protocol.fragment_ext import sum_to_hex
 from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
+from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -44,13 +45,15 @@ def fragments(
                                                      "unpersisted are kept)."),
     to_time: str = typer.Option("", "--to", help="Only fragments persisted at or before this "
                                                  "time (RFC 3339 or unix seconds)."),
-    url_ttl: float = typer.Option(0.0, "--url-ttl", help="Seconds: include signed GET URLs."),
+    url_ttl_text: str = typer.Option(
+        "0s", "--url-ttl", help="Include signed GET URLs valid this long (e.g. 1h, or seconds)."),
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
     """List fragments of the selected journals. JSON output is one fragment per line."""
     sel = parse_selector(selector)
     begin, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
+    url_ttl = parse_ttl(url_ttl_text)
 
     async def body(stub: JournalAsyncStub, progress: JournalProgress) -> Listed:
         out: Listed = []
@@ -93,3 +96,13 @@ def _ago(unix: int, now: float | None = None) -> str:
             n = secs // size
             return f"{n} {unit}{'s' if n != 1 else ''} ago"
     return "0 seconds ago"
+
+
+def parse_ttl(text: str) -> float:
+    """Seconds from `--url-ttl`: a Go duration like 1h30m as in Go's gazctl, or bare seconds."""
+    text = text.strip()
+    seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(
+        text, "--url-ttl")
+    if seconds < 0:
+        raise ValidationError("--url-ttl", f"expected a positive duration, got {text!r}")
+    return seconds

@@ -15,7 +15,7 @@ from gazette_core.broker.client.journals import list_fragments
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sum_to_hex
 from gazette_core.local.stack import Stack
-from tests.gazctl.support import ok, wait_primaries, with_broker
+from tests.gazctl.support import cli, ok, wait_primaries, with_broker
 
 TREE = """\
 name: frag/
@@ -135,15 +135,24 @@ def test_from_keeps_unpersisted_fragments_only(address: str,
     assert again.stdout == result.stdout
 
 
-def test_url_ttl_adds_urls_of_persisted_fragments(address: str,
-                                                  rolled: dict[str, Fragments]) -> None:
+@pytest.mark.parametrize("ttl", ["60", "1m", "1h30m"])
+def test_url_ttl_adds_urls_of_persisted_fragments(address: str, rolled: dict[str, Fragments],
+                                                  ttl: str) -> None:
     result = ok("journals", "fragments", "-l", "name=frag/rolled", "-o", "json",
-                "--url-ttl", "60", "--broker.address", address)
+                "--url-ttl", ttl, "--broker.address", address)
 
     urls = [json.loads(line)["signed_url"] for line in result.stdout.splitlines()]
     frags = rolled["frag/rolled"]
     assert urls == [f"file:///frag/rolled/{f.spec.begin:016x}-{f.spec.end:016x}-"
                     f"{sum_to_hex(f.spec.sum)}.raw" for f in frags[:2]] + [""]
+
+
+def test_a_bad_url_ttl_is_a_clear_error(address: str) -> None:
+    result = cli("journals", "fragments", "-l", "name=frag/rolled", "--url-ttl", "soon",
+                 "--broker.address", address)
+
+    assert result.exit_code == 1
+    assert str(result.exception).startswith("--url-ttl: ")
 
 
 @pytest.mark.parametrize(("ago", "text"), [
