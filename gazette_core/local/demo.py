@@ -1,7 +1,9 @@
 """`make demo`: start the local stack and show journals working end to end.
 
 Each step runs the real `gazctl` command and prints it first, so the output
-doubles as a tutorial. The stack is left running for you to explore.
+doubles as a tutorial. The stack is left running for you to explore. When the
+stack has an S3 emulator (`gazctl local up --s3` earlier, or `--s3` here),
+the example journals are stored in its bucket instead of under the file root.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gazette_core.local import s3 as local_s3
+from gazette_core.local import stack as local_stack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "journals.yaml"
 
@@ -37,9 +42,35 @@ def clicks(batch: int, n: int = 40) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
-def main() -> None:
-    gazctl("local", "up")
-    gazctl("journals", "apply", "--specs", str(EXAMPLES))
+def apply_examples() -> None:
+    """Apply the example journals, on the stack's S3 bucket when it has one."""
+    stack = local_stack.Stack.load(local_stack.DEFAULT_DIR)
+    store = stack.s3_store if stack is not None else None
+    if store is None:
+        gazctl("journals", "apply", "--specs", str(EXAMPLES))
+        return
+    gazctl("local", "env")
+    print(f"\n(the examples, with their store set to $GAZETTE_S3_STORE: {store})")
+    specs = EXAMPLES.read_text().replace("    - file:///\n", f"    - {json.dumps(store)}\n")
+    gazctl("journals", "apply", stdin=specs.encode())
+
+
+def list_bucket() -> None:
+    """Print the objects of the stack's S3 bucket, if it has one."""
+    stack = local_stack.Stack.load(local_stack.DEFAULT_DIR)
+    if stack is None or stack.s3 is None:
+        return
+    listed = local_s3.client(stack.s3.endpoint).list_objects_v2(Bucket=local_s3.BUCKET)
+    print(f"\nobjects in s3://{local_s3.BUCKET}/ (fragments persist once they roll or the "
+          "brokers stop):")
+    for obj in listed.get("Contents", ()):
+        print(f"  {obj['Key']}  {obj['Size']} bytes")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    gazctl("local", "up", *(["--s3"] if "--s3" in args else []))
+    apply_examples()
     gazctl("journals", "list", "-p", "--rf", "-L", "topic", "-L", "content-type")
     for batch in range(3):
         gazctl("journals", "append", "-l", "name=examples/clicks", stdin=clicks(batch))
@@ -51,6 +82,7 @@ def main() -> None:
     time.sleep(3)
     gazctl("journals", "fragments", "-l", "name=examples/clicks")
     gazctl("local", "status")
+    list_bucket()
     print("\nThe stack keeps running. Try `gazctl journals read -l topic=clicks -b` in one "
           "terminal and appends in another;\n`gazctl local down` stops it.")
 
