@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd java protos docs lint test demo bench clean
+.PHONY: install etcd java zstd protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) etcd java
+install: $(STAMP) etcd java zstd
 
 # Etcd comes from Debian's etcd-server package when it is not on the PATH.
 etcd:
@@ -30,6 +30,14 @@ java:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }
 	@java -version 2>&1 | head -1
+
+# Tests decode persisted ZSTANDARD fragments with the zstd CLI (Debian's zstd package).
+zstd:
+	@command -v zstd >/dev/null 2>&1 || { \
+	  echo "installing zstd (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zstd >/dev/null; }
+	@zstd --version | head -1
 
 # The .proto list and the protoc command live in gazette_core/protogen.py, which the
 # freshness test (tests/test_protos_fresh.py) also uses.
