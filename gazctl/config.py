@@ -124,4 +124,7 @@ async def _connect(target: str, limit: float) -> None:
 def _unreachable(target: str, reason: str) -> UnavailableError:
     err = UnavailableError(f"cannot reach broker at {target}: {reason}")
     err.hint = "start one with `gazctl local up`, set --broker.address, or raise --timeout"
+    if target.startswith("https://"):  # a refused handshake looks like an unreachable broker
+        err.hint = ("check --broker.trusted-ca-file, --broker.cert-file and "
+                    "--broker.cert-key-file, set --broker.address, or raise --timeout")
     return err
