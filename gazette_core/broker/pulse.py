@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PULSE_INTERVAL_S = 60.0
+# With --broker.auto-suspend, a journal whose write head stood still for this
+# many pulses in a row is asked to suspend if it is flushed.
+AUTO_SUSPEND_STABLE_PULSES = 15
 
 
 class Pulse:
@@ -35,6 +38,8 @@ class Pulse:
         self.interval = interval
         self._due: set[str] = set()
         self._last: dict[str, float] = {}
+        # Per journal: the write head at the last pulse and how many pulses saw it unchanged.
+        self._stable: dict[str, tuple[int, int]] = {}
         self._wake = asyncio.Event()
 
     def route_changed(self, journal: str) -> None:
@@ -60,14 +65,31 @@ class Pulse:
 
     async def pulse(self, journal: str) -> pb.AppendResponse | None:
         """One empty append to `journal`, served here only (never proxied)."""
+        mode = self._mode(journal)
+
         async def requests() -> AsyncIterator[pb.AppendRequest]:
-            yield pb.AppendRequest(journal=journal, do_not_proxy=True,
-                                   suspend=pb.AppendRequest.SUSPEND_NO_RESUME)
+            yield pb.AppendRequest(journal=journal, do_not_proxy=True, suspend=mode)
             yield pb.AppendRequest()
 
         try:
             async with asyncio.timeout(self.interval):
-                return await serve_append(self.broker, requests())
+                resp = await serve_append(self.broker, requests())
         except (GazetteError, TimeoutError) as exc:
             log.info("pulse of %s failed: %s", journal, exc)
             return None
+        self._observe(journal, resp)
+        return resp
+
+    def _mode(self, journal: str) -> pb.AppendRequest.Suspend.ValueType:
+        """NO_RESUME, or IF_FLUSHED once an auto-suspending broker saw the journal idle."""
+        _, stable = self._stable.get(journal, (-1, 0))
+        if self.broker.config.auto_suspend and stable >= AUTO_SUSPEND_STABLE_PULSES:
+            return pb.AppendRequest.SUSPEND_IF_FLUSHED
+        return pb.AppendRequest.SUSPEND_NO_RESUME
+
+    def _observe(self, journal: str, resp: pb.AppendResponse) -> None:
+        if resp.status != pb.OK:
+            self._stable.pop(journal, None)
+            return
+        head, stable = self._stable.get(journal, (-1, 0))
+        self._stable[journal] = (resp.commit.end, stable + 1 if head == resp.commit.end else 0)

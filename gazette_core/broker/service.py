@@ -37,6 +37,7 @@ from gazette_core.broker.resolver import Resolution, Resolver
 from gazette_core.broker.security import Security
 from gazette_core.broker.servicer import JournalServicer
 from gazette_core.broker.stores.base import FragmentStore
+from gazette_core.broker.stores.health import HealthMonitor
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
@@ -74,6 +75,7 @@ class Broker:
         self.keyspace: KeySpace
         self.resolver: Resolver
         self.persister = Persister(config.file_root, file_only=config.file_only)
+        self.store_health = HealthMonitor(self.store_for)
         self.server: grpc.aio.Server | None = None
         self.http_gateway: HttpGateway | None = None
         self.port = 0
@@ -188,6 +190,7 @@ class Broker:
             await self.allocator.stop()
         await self.resolver.stop()
         await self.persister.stop(timeout=PERSIST_ON_STOP_S)
+        await self.store_health.stop()
         if self.server is not None:
             await self.server.stop(grace=1.0)
         await self.keyspace.stop()
