@@ -9,6 +9,7 @@ its own port (`--broker.http-port`): the gRPC server owns the broker port.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +26,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, StatusError
 
 if TYPE_CHECKING:
+    from gazette_core.broker.config import BrokerConfig
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 log = logging.getLogger(__name__)
@@ -70,21 +72,40 @@ async def _count_requests(request: web.Request,
     return response
 
 
+def server_ssl_context(config: BrokerConfig) -> ssl.SSLContext | None:
+    """TLS of a broker serving TLS: its certificate; client certificates with a server CA."""
+    if not config.server_cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.server_cert_file, config.server_cert_key_file)
+    if config.server_ca_file:
+        context.load_verify_locations(config.server_ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
 async def _serve_metrics(_: web.Request) -> web.Response:
     body, content_type = metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": content_type})
 
 
 class HttpGateway:
-    """An aiohttp server in front of the broker at `broker_endpoint`."""
+    """An aiohttp server in front of the broker at `broker_endpoint`.
 
-    def __init__(self, broker_endpoint: str) -> None:
+    `connect` makes the stub the gateway calls it through; a broker passes
+    its peer stub, which speaks TLS to a TLS broker. It carries no token of
+    its own: a request is only as authorized as its Authorization header.
+    """
+
+    def __init__(self, broker_endpoint: str,
+                 connect: Callable[[str], JournalAsyncStub] = journal_stub) -> None:
         self.broker_endpoint = broker_endpoint
+        self._connect = connect
         self.port = 0
         self._runner: web.AppRunner | None = None
 
-    async def start(self, host: str, port: int) -> None:
-        """Listen on `host:port` ("" = every interface, port 0 = any free port)."""
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `host:port` ("": every interface, port 0: any free one); HTTPS with `tls`."""
         app = web.Application(middlewares=[_count_requests])
         app.router.add_get("/metrics", _serve_metrics)
         app.router.add_route("*", "/{journal:.*}", self._serve)
@@ -93,7 +114,7 @@ class HttpGateway:
                                shutdown_timeout=SHUTDOWN_TIMEOUT_S, handler_cancellation=True)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host or "0.0.0.0", port).start()
+            await web.TCPSite(runner, host or "0.0.0.0", port, ssl_context=tls).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -106,7 +127,7 @@ class HttpGateway:
             await runner.cleanup()
 
     def _stub(self, request: web.Request) -> JournalAsyncStub:
-        stub = journal_stub(self.broker_endpoint)
+        stub = self._connect(self.broker_endpoint)
         authorization = request.headers.get("Authorization")
         if authorization:
             return cast("JournalAsyncStub", _AuthorizedStub(stub, authorization))

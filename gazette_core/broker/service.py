@@ -23,7 +23,7 @@ from gazette_core.allocator.keys import member_key
 from gazette_core.broker import suspension
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
-from gazette_core.broker.http_gateway import HttpGateway
+from gazette_core.broker.http_gateway import HttpGateway, server_ssl_context
 from gazette_core.broker.metrics import JournalServerMetrics
 from gazette_core.broker.pipeline import Pipeline
 from gazette_core.broker.pipeline_sync import synchronize
@@ -132,8 +132,9 @@ class Broker:
                                                         f"{self.config.port}")
         await self.server.start()
         if self.config.http_port >= 0:
-            self.http_gateway = HttpGateway(self.endpoint)
-            await self.http_gateway.start(self.config.host, self.config.http_port)
+            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub)
+            await self.http_gateway.start(self.config.host, self.config.http_port,
+                                          server_ssl_context(self.config))
         await self._announce()
         self.keyspace.start()
         await self.keyspace.wait_for_revision(self.keyspace.revision)

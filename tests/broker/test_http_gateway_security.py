@@ -1,0 +1,76 @@
+"""The HTTP gateway of brokers with auth keys (Authorization passes through) and with TLS."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aetcd
+import aiohttp
+import pytest_asyncio
+
+from gazette_core.broker.client.channel import ClientConfig, close_channels, journal_stub
+from gazette_core.server import auth
+from gazette_core.server.tls import ClientTLS
+from gazette_core.testing.broker import broker_config, journal_spec, running_broker
+from gazette_core.testing.etcd import EtcdServer
+from tests.broker.auth_support import KEY, KEYS, bearer, upsert, wait_primary
+from tests.broker.support import create
+from tests.server.certs import TestCA
+
+
+@pytest_asyncio.fixture(loop_scope="session", autouse=True)
+async def _fresh_channels() -> AsyncIterator[None]:
+    yield
+    await close_channels()  # channels to this test's brokers end with it
+
+
+def _authorization(capability: int) -> dict[str, str]:
+    return {"Authorization": f"Bearer {auth.mint(KEY, capability, None, auth.HOUR_S)}"}
+
+
+async def test_the_authorization_header_authorizes_the_rpcs(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    config = broker_config(etcd_server.endpoint, str(tmp_path), auth_keys=KEYS, http_port=0)
+    async with running_broker(config) as broker, aiohttp.ClientSession() as http:
+        stub = journal_stub(broker.endpoint)
+        await stub.Apply(upsert(journal_spec("auth/http")), metadata=bearer())
+        await wait_primary(stub, "auth/http")
+        url = f"{broker.http_endpoint}/auth/http"
+
+        async with http.put(url, data=b"no token") as resp:
+            assert resp.status == 500
+            assert "UNAUTHENTICATED" in await resp.text()
+        async with http.put(url, data=b"read only", headers=_authorization(auth.READ)) as resp:
+            assert resp.status == 500
+            assert "APPEND" in await resp.text()
+        async with http.put(url, data=b"granted", headers=_authorization(auth.APPEND)) as resp:
+            assert resp.status == 204
+        async with http.get(url, headers=_authorization(auth.READ)) as resp:
+            assert resp.status == 206
+            assert await resp.read() == b"granted"
+        async with http.get(url) as resp:
+            assert resp.status == 500
+            assert "UNAUTHENTICATED" in await resp.text()
+
+
+async def test_a_tls_broker_serves_https(etcd: aetcd.Client, etcd_server: EtcdServer,
+                                              tmp_path: Path) -> None:
+    ca = TestCA(tmp_path)
+    server, peer = ca.issue("gw-server"), ca.issue("gw-peer")
+    config = broker_config(etcd_server.endpoint, str(tmp_path), http_port=0,
+                           server_cert_file=server.cert, server_cert_key_file=server.key,
+                           peer_cert_file=peer.cert, peer_cert_key_file=peer.key,
+                           peer_ca_file=ca.pem.cert)
+    trust = ssl.create_default_context(cafile=ca.pem.cert)
+    connector = aiohttp.TCPConnector(ssl=trust)
+    async with running_broker(config) as broker, aiohttp.ClientSession(connector=connector) as http:
+        assert broker.endpoint.startswith("https://") and broker.http_gateway is not None
+        assert broker.http_endpoint == f"https://127.0.0.1:{broker.http_gateway.port}"
+        await create(journal_stub(broker.endpoint, ClientConfig(tls=ClientTLS(
+            ca_file=ca.pem.cert))), journal_spec("tls/http"))
+        async with http.put(f"{broker.http_endpoint}/tls/http", data=b"over tls") as resp:
+            assert resp.status == 204
+        async with http.get(f"{broker.http_endpoint}/tls/http") as resp:
+            assert (resp.status, await resp.read()) == (206, b"over tls")
