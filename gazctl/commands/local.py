@@ -29,10 +29,13 @@ def up(directory: str | None = Dir,
        zones: int = typer.Option(1, "--zones", min=1, max=3, help="Spread brokers over zones."),
        s3: bool = typer.Option(False, "--s3", help="Also run an S3 emulator (moto) with a "
                                "bucket; `gazctl local env` prints its store URL."),
+       auth_keys: str | None = typer.Option(
+           None, "--auth-keys", help="Base64 keys (comma separated) the brokers verify tokens "
+           "with; kept for later restarts. `gazctl local env` exports them for gazctl."),
        ) -> None:
     """Start the stack, or restart any of its processes that is not running."""
     path = local_stack.resolve_dir(directory)
-    stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3)
+    stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3, auth_keys=auth_keys)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
         http = f"  (HTTP {row['http']})" if row["http"] else ""
@@ -50,6 +53,8 @@ def env(directory: str | None = Dir) -> None:
     stack = _load(directory)
     stdout.out(f"export BROKER_ADDRESS={stack.brokers[0].endpoint}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+    if stack.auth_keys:
+        stdout.out(f"export BROKER_AUTH_KEYS={shlex.quote(stack.auth_keys)}")
     if stack.s3_store is not None:
         # The URL holds "?": quoted, so no shell takes it for a glob.
         stdout.out(f"export GAZETTE_S3_STORE={shlex.quote(stack.s3_store)}")

@@ -1,4 +1,7 @@
-"""A readiness probe: does a broker answer a List RPC?"""
+"""A readiness probe: does a broker answer a List RPC?
+
+A broker with auth keys is asked with a LIST token signed by the first key.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,19 @@ import grpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.server import auth
 
 
-async def broker_serves_async(endpoint: str, timeout: float = 1.0) -> bool:
+async def broker_serves_async(endpoint: str, timeout: float = 1.0, auth_keys: str = "") -> bool:
     target = endpoint.split("://", 1)[-1]
+    keys = auth.parse_keys(auth_keys)
+    metadata = None
+    if keys is not None:
+        metadata = (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
     try:
         async with grpc.aio.insecure_channel(target) as channel:
-            call = pb_grpc.JournalStub(channel).List(pb.ListRequest(), timeout=timeout)
+            call = pb_grpc.JournalStub(channel).List(pb.ListRequest(), timeout=timeout,
+                                                     metadata=metadata)
             async for resp in call:
                 return bool(resp.status == pb.OK)
     except grpc.aio.AioRpcError:
@@ -22,6 +31,6 @@ async def broker_serves_async(endpoint: str, timeout: float = 1.0) -> bool:
     return False
 
 
-def broker_serves(endpoint: str, timeout: float = 1.0) -> bool:
+def broker_serves(endpoint: str, timeout: float = 1.0, auth_keys: str = "") -> bool:
     """Blocking form, for the process supervisor (which runs outside any event loop)."""
-    return asyncio.run(broker_serves_async(endpoint, timeout))
+    return asyncio.run(broker_serves_async(endpoint, timeout, auth_keys))

@@ -24,6 +24,7 @@ from gazette_core.errors import GazetteError
 from gazette_core.local import etcd_http, processes
 from gazette_core.local import s3 as local_s3
 from gazette_core.local.probe import broker_serves
+from gazette_core.server import auth
 from gazette_core.testing.etcd import free_port
 
 STATE_FILE = "stack.json"
@@ -68,6 +69,8 @@ class Stack:
     processes: list[Process] = field(default_factory=list)
     # TTL in seconds of each broker's Etcd lease (how long a dead broker keeps its journals).
     lease: int = LEASE_S
+    # The brokers' --broker.auth-keys ("": no authorization).
+    auth_keys: str = ""
 
     @property
     def etcd(self) -> Process:
@@ -88,7 +91,8 @@ class Stack:
         return local_s3.store_url(self.s3.endpoint) if self.s3 is not None else None
 
     def save(self) -> None:
-        data = {"lease": self.lease, "processes": [asdict(p) for p in self.processes]}
+        data = {"lease": self.lease, "auth_keys": self.auth_keys,
+                "processes": [asdict(p) for p in self.processes]}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(self.directory / STATE_FILE)
@@ -100,7 +104,7 @@ class Stack:
             return None
         data = json.loads(path.read_text())
         return cls(directory, [Process(**p) for p in data["processes"]],
-                   int(data.get("lease", LEASE_S)))
+                   int(data.get("lease", LEASE_S)), str(data.get("auth_keys", "")))
 
     def status(self) -> list[dict[str, object]]:
         return [{"role": p.role, "name": p.name, "pid": p.pid, "endpoint": p.endpoint,
@@ -113,7 +117,8 @@ def resolve_dir(directory: str | None) -> Path:
 
 
 def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
-       activate: bool = True, lease: int | None = None, s3: bool = False) -> Stack:
+       activate: bool = True, lease: int | None = None, s3: bool = False,
+       auth_keys: str | None = None) -> Stack:
     """Start (or restart the dead processes of) the stack in `directory`.
 
     With `activate`, later gazctl commands default to this stack's brokers.
@@ -121,13 +126,17 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     stack's state, so later restarts use it too (default LEASE_S). Brokers
     already running keep the lease they were started with. `s3` adds the S3
     emulator for good; brokers already running are restarted to get its
-    credentials.
+    credentials. `auth_keys` (kept like `lease`) turns authorization on for
+    brokers started from then on.
     """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fragments").mkdir(exist_ok=True)
     stack = Stack.load(directory) or Stack(directory)
     if lease is not None:
         stack.lease = lease
+    if auth_keys is not None:
+        auth.parse_keys(auth_keys)  # bad keys fail here, not in every broker's log
+        stack.auth_keys = auth_keys
     added_s3 = _plan(stack, brokers, zones, s3)
     stack.save()
     if not processes.alive(stack.etcd.pid, stack.etcd.marker):
@@ -142,10 +151,10 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
         if not processes.alive(b.pid, b.marker):
             _forget_crashed(stack, b)
             b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log",
-                                    env=local_s3.ENV if stack.s3 is not None else None)
+                                    env=_broker_env(stack))
             stack.save()
     for b in stack.brokers:
-        _wait(_ready(b), timeout, b.name, directory / "logs" / f"{b.name}.log")
+        _wait(_ready(b, stack.auth_keys), timeout, b.name, directory / "logs" / f"{b.name}.log")
     if activate:
         _set_active(directory)
     return stack
@@ -210,8 +219,14 @@ def _forget_crashed(stack: Stack, b: Process) -> None:
     etcd_http.revoke_lease_of(stack.etcd.endpoint, member_key(ETCD_PREFIX, b.zone, b.name))
 
 
-def _ready(b: Process) -> Callable[[], bool]:
-    return lambda: broker_serves(b.endpoint)
+def _broker_env(stack: Stack) -> dict[str, str]:
+    # Keys go by environment rather than argv, out of `ps`; set even when empty,
+    # so a BROKER_AUTH_KEYS exported in the caller's shell does not leak in.
+    return {**(local_s3.ENV if stack.s3 is not None else {}), "BROKER_AUTH_KEYS": stack.auth_keys}
+
+
+def _ready(b: Process, auth_keys: str = "") -> Callable[[], bool]:
+    return lambda: broker_serves(b.endpoint, auth_keys=auth_keys)
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
