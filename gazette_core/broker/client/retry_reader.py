@@ -9,13 +9,20 @@ Given a Router, each Reader of the chain is dispatched afresh: the first to
 a member of the remembered route, and after a failure there (which makes the
 router forget the route) to the default broker. `do_not_proxy` stays as the
 caller set it, so a stale route still reaches the content through a proxy.
+
+With `do_not_proxy`, persisted fragments are read straight from their stores
+(see reader.py). Should that fail, the rest of that fragment is read through
+the broker (a Reader without `do_not_proxy`, ending at the fragment's end),
+from the exact offset the direct read reached.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.backoff import Backoff
+from gazette_core.broker.client.direct import DirectReadError
 from gazette_core.broker.client.reader import Reader
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, OffsetNotYetAvailable
@@ -23,17 +30,21 @@ from gazette_core.errors import GazetteError, OffsetNotYetAvailable
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
 
+log = logging.getLogger(__name__)
+
 
 class RetryReader:
     """Iterate a journal's content as `bytes`, reconnecting on retriable failures.
 
     `stub` is a broker's stub or a Router (see the module docstring).
     `.offset`, `.response` (latest metadata), `.header` and `.skipped`
-    (bytes passed over by offset jumps) describe the read so far.
+    (bytes passed over by offset jumps) describe the read so far. `file_root`
+    makes `file://` fragment URLs readable directly (see Reader).
     """
 
     def __init__(
-        self, stub: JournalClient, request: pb.ReadRequest, backoff: Backoff | None = None
+        self, stub: JournalClient, request: pb.ReadRequest, backoff: Backoff | None = None,
+        file_root: str | None = None,
     ) -> None:
         self._stub = stub
         self.request = pb.ReadRequest()
@@ -47,6 +58,9 @@ class RetryReader:
         self.header: pb.Header | None = None
         self.skipped = 0
         self.write_head: int | None = None  # Known once a non-blocking read reached it.
+        self._file_root = file_root
+        # After a failed direct read, offsets below this are read through the broker.
+        self._via_broker_until = 0
 
     def __aiter__(self) -> RetryReader:
         return self
@@ -59,6 +73,13 @@ class RetryReader:
             except StopAsyncIteration:
                 self._retire(reader)
                 self._done = self._finished()
+                if self._handed_off(reader):
+                    continue  # It ended with a fragment, not for a failure: go on at once.
+            except DirectReadError as err:
+                self._retire(reader)
+                self._via_broker_until = err.fragment.end
+                log.warning("%s; reading it through the broker", err)
+                continue  # Nothing is wrong with the broker: no back-off.
             except OffsetNotYetAvailable as err:
                 self._retire(reader)
                 self.write_head = err.write_head
@@ -80,8 +101,18 @@ class RetryReader:
         request = pb.ReadRequest()
         request.CopyFrom(self.request)
         request.offset = self.offset
-        self._reader = Reader(self._stub, request)
+        if self._via_broker_until > self.offset >= 0:
+            # The broker streams what the store would not give, up to the fragment's end.
+            request.do_not_proxy = False
+            request.end_offset = min(request.end_offset or self._via_broker_until,
+                                     self._via_broker_until)
+        self._reader = Reader(self._stub, request, file_root=self._file_root)
         return self._reader
+
+    def _handed_off(self, reader: Reader) -> bool:
+        """Whether `reader` ended after a fragment read from its store, or after reading
+        a fragment through the broker once reading it from its store had failed."""
+        return reader.read_directly or 0 < self._via_broker_until == reader.offset
 
     def _sync(self, reader: Reader) -> None:
         self.offset = reader.offset
@@ -99,14 +130,7 @@ class RetryReader:
     def _finished(self) -> bool:
         """Whether a cleanly closed stream completed the read (else it was cut short)."""
         req = self.request
-        if req.metadata_only or (req.end_offset and self.offset >= req.end_offset):
-            return True
-        if req.do_not_proxy and self.response.fragment_url:
-            raise GazetteError(
-                f"Read of {req.journal!r}: fragment {self.response.fragment_url} must be "
-                "fetched directly, which this reader does not support"
-            )
-        return False
+        return bool(req.metadata_only or (req.end_offset and self.offset >= req.end_offset))
 
     def close(self) -> None:
         """Stop reading and abort any open RPC."""
