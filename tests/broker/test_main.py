@@ -42,6 +42,7 @@ def test_broker_that_lost_its_lease_stops_serving_and_exits_1(
     proc = subprocess.Popen(
         [sys.executable, "-m", "gazette_core.broker.main", "serve", "--etcd.address", endpoint,
          "--etcd.lease", "2", "--broker.port", "0", "--broker.host", "127.0.0.1",
+         "--broker.http-port", "-1",  # the default 8081 may be taken
          "--broker.id", "stalled-broker", "--broker.file-root", str(tmp_path)],
         stderr=subprocess.PIPE, text=True)
     try:
