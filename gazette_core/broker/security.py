@@ -19,7 +19,7 @@ from gazette_core.broker.client.channel import ClientConfig, dial, journal_stub
 from gazette_core.server import auth
 from gazette_core.server.client_auth import bearer_metadata
 from gazette_core.server.interceptor import AuthInterceptor
-from gazette_core.server.tls import ClientTLS, server_credentials
+from gazette_core.server.tls import ClientTLS, client_credentials, server_credentials
 
 if TYPE_CHECKING:
     from gazette_core.broker.config import BrokerConfig
@@ -36,10 +36,18 @@ class Security:
     """Authorization keys and TLS files of one broker."""
 
     def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
-        self.keys = auth.parse_keys(config.auth_keys)
-        self.peer_config = ClientConfig(tls=ClientTLS(
-            config.peer_cert_file, config.peer_cert_key_file, config.peer_ca_file))
+        """Read keys and TLS files now, so that a broker misconfigured fails before starting."""
+        try:
+            self.keys = auth.parse_keys(config.auth_keys)
+        except auth.AuthError as exc:
+            raise auth.AuthError(f"--broker.auth-keys: {exc}") from None
+        self.server_credentials = server_credentials(
+            config.server_cert_file, config.server_cert_key_file, config.server_ca_file)
+        peer_tls = ClientTLS(config.peer_cert_file, config.peer_cert_key_file,
+                             config.peer_ca_file)
+        if peer_tls != ClientTLS():
+            client_credentials(peer_tls)
+        self.peer_config = ClientConfig(tls=peer_tls)
 
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """Server interceptors: token verification when keys are configured, else none."""
@@ -47,11 +55,9 @@ class Security:
 
     def add_port(self, server: grpc.aio.Server, address: str) -> int:
         """Listen on `address`, with TLS when a server certificate is configured."""
-        creds = server_credentials(self.config.server_cert_file,
-                                   self.config.server_cert_key_file, self.config.server_ca_file)
-        if creds is None:
+        if self.server_credentials is None:
             return server.add_insecure_port(address)
-        return server.add_secure_port(address, creds)
+        return server.add_secure_port(address, self.server_credentials)
 
     def peer_channel(self, endpoint: str) -> grpc.aio.Channel:
         return dial(endpoint, self.peer_config)
