@@ -18,6 +18,7 @@ import os
 
 import typer
 
+from gazctl.connection import client_config
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -88,8 +89,9 @@ def journal_specs(flag: str | None) -> list[pb.JournalSpec]:
 async def _list_specs(address: str) -> list[pb.JournalSpec]:
     try:
         async with asyncio.timeout(TIMEOUT):
-            resp = await list_journals(journal_stub(address), pb.LabelSelector(),
-                                       timeout=TIMEOUT)
+            # TLS files and auth from the environment and gazctl.ini (flags are not parsed yet).
+            stub = journal_stub(address, client_config())
+            resp = await list_journals(stub, pb.LabelSelector(), timeout=TIMEOUT)
         return [journal.spec for journal in resp.journals]
     finally:
         await close_channels()
