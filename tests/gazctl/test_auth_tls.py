@@ -81,6 +81,13 @@ def test_keys_from_the_environment_and_from_gazctl_ini(
     assert "sec/listed" in ok("journals", "list", "--broker.address", address).stdout
 
 
+def test_append_and_read_with_auth_keys(address: str) -> None:
+    keys = ("--broker.address", address, "--broker.auth-keys", KEYS)
+    ok("journals", "append", "-l", "name=sec/listed", *keys, input=b"signed\n")
+
+    assert ok("journals", "read", "-l", "name=sec/listed", *keys).stdout == "signed\n"
+
+
 def test_without_authorization_gazctl_says_how_in_one_line(address: str,
                                                            state_home: Path) -> None:
     proc = gazctl("journals", "list", "--broker.address", address,
