@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd java zstd protos docs lint test demo bench clean
+.PHONY: install etcd java zstd azurite protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) etcd java zstd
+install: $(STAMP) etcd java zstd azurite
 
 # Etcd comes from Debian's etcd-server package when it is not on the PATH.
 etcd:
@@ -38,6 +38,19 @@ zstd:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zstd >/dev/null; }
 	@zstd --version | head -1
+
+# Azure store tests run Azurite's blob server (npm azurite@3), installed under .cache/;
+# npm comes from Debian's npm package when it is missing.
+AZURITE := .cache/azurite/node_modules/.bin/azurite-blob
+azurite:
+	@test -x $(AZURITE) || { \
+	  command -v npm >/dev/null 2>&1 || { \
+	    echo "installing npm (Debian)"; \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm >/dev/null; }; \
+	  echo "installing azurite@3 (npm) under .cache/azurite"; \
+	  npm install --prefix .cache/azurite --no-audit --no-fund --loglevel=error azurite@3 >/dev/null; }
+	@echo "azurite-blob $$($(AZURITE) --version)"
 
 # The .proto list and the protoc command live in gazette_core/protogen.py, which the
 # freshness test (tests/test_protos_fresh.py) also uses.
