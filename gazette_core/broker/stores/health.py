@@ -105,6 +105,8 @@ class StoreHealth:
 
     async def await_healthy(self, rechecks: int = APPEND_RECHECKS) -> str:
         """Empty once healthy; the error after `rechecks` further failed checks."""
+        if self.checks and not self.error:
+            return ""  # the common case, on every append: no lock taken
         if not await self.await_first_check():
             return ""
         async with self._changed:
