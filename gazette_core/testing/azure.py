@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gazette_core.testing.env import patched_env
+
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_BIN = REPO / ".cache" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 CONNECTION_ENV = "AZURE_STORAGE_CONNECTION_STRING"
@@ -98,18 +100,8 @@ def _await_listening(proc: subprocess.Popen[bytes], port: int, log: Path) -> Non
 @contextmanager
 def connection_env(endpoint: str) -> Iterator[None]:
     """AZURE_STORAGE_CONNECTION_STRING for `endpoint` for the duration; then the old env."""
-    saved = {name: os.environ.get(name) for name in (CONNECTION_ENV, *HIDDEN_ENV)}
-    os.environ[CONNECTION_ENV] = connection_string(endpoint)
-    for name in HIDDEN_ENV:
-        os.environ.pop(name, None)
-    try:
+    with patched_env({CONNECTION_ENV: connection_string(endpoint)}, HIDDEN_ENV):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager

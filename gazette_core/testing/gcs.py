@@ -11,11 +11,12 @@ bucket there and returns a `GCSServer` whose `store_url` is
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from gazette_core.testing.env import patched_env
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 PROJECT = "gazette-test"
@@ -48,18 +49,8 @@ class GCSServer:
 @contextmanager
 def emulator_env(endpoint: str) -> Iterator[None]:
     """STORAGE_EMULATOR_HOST=`endpoint` for the duration; the old environment comes back."""
-    saved = {name: os.environ.get(name) for name in (EMULATOR_ENV, *HIDDEN_ENV)}
-    os.environ[EMULATOR_ENV] = endpoint
-    for name in HIDDEN_ENV:
-        os.environ.pop(name, None)
-    try:
+    with patched_env({EMULATOR_ENV: endpoint}, HIDDEN_ENV):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager

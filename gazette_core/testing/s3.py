@@ -10,12 +10,13 @@ creates a bucket there and returns an `S3Server` whose `store_url` is
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+
+from gazette_core.testing.env import patched_env
 
 DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
              "AWS_DEFAULT_REGION": "us-east-1"}
@@ -59,18 +60,8 @@ def s3_client(endpoint: str) -> Any:
 @contextmanager
 def dummy_credentials() -> Iterator[None]:
     """Dummy AWS credentials in os.environ for the duration; the old values come back."""
-    saved = {name: os.environ.get(name) for name in (*DUMMY_ENV, *HIDDEN_ENV)}
-    os.environ.update(DUMMY_ENV)
-    for name in HIDDEN_ENV:
-        os.environ.pop(name, None)
-    try:
+    with patched_env(DUMMY_ENV, HIDDEN_ENV):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager
