@@ -16,9 +16,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner, Result
 
 from gazctl.main import app
@@ -142,3 +144,17 @@ def wait_primaries(address: str, selector: str, limit: float = 30) -> None:
             return
         assert time.monotonic() < deadline, f"no primaries for {selector!r}: {listed}"
         time.sleep(0.05)
+
+
+def dialing_commands() -> dict[str, set[str]]:
+    """Every gazctl command that dials a broker (it has --broker.address), with its options."""
+    def leaves(command: Any, path: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(command, TyperGroup):
+            for name, sub in sorted(command.commands.items()):
+                yield from leaves(sub, f"{path} {name}")
+        else:
+            yield path, command
+
+    return {path: {p.name for p in command.params if p.name}
+            for path, command in leaves(typer.main.get_command(app), "gazctl")
+            if any(p.name == "broker" for p in command.params)}

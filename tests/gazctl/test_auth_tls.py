@@ -8,14 +8,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import typer
-from typer.core import TyperGroup
 
 from gazctl.connection import SETTINGS
-from gazctl.main import app
 from gazette_core.broker.client.channel import ClientConfig, close_channels, journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.local import stack as local_stack
@@ -25,7 +21,7 @@ from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
 from gazette_core.testing.etcd import free_port
 from tests.broker.auth_support import KEY, KEYS
-from tests.gazctl.support import cli, gazctl, isolated_env, ok, stop_stack
+from tests.gazctl.support import cli, dialing_commands, gazctl, isolated_env, ok, stop_stack
 from tests.server.certs import TestCA
 
 SPECS = (b"name: sec/listed\nreplication: 1\nfragment:\n  length: 1024\n"
@@ -122,18 +118,8 @@ def test_local_env_exports_the_stacks_keys(secured_stack: Stack) -> None:
     assert f"export BROKER_AUTH_KEYS={KEYS}" in result.stdout.splitlines()
 
 
-def _leaf_commands(command: Any, path: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(command, TyperGroup):
-        for name, sub in sorted(command.commands.items()):
-            yield from _leaf_commands(sub, f"{path} {name}")
-    else:
-        yield path, command
-
-
 def test_every_command_that_dials_a_broker_takes_the_connection_options() -> None:
-    dialing = {path: {p.name for p in command.params}
-               for path, command in _leaf_commands(typer.main.get_command(app), "gazctl")
-               if any(p.name == "broker" for p in command.params)}
+    dialing = dialing_commands()
 
     assert "gazctl journals list" in dialing and "gazctl journals read" in dialing
     assert [path for path, names in dialing.items() if not set(SETTINGS) <= names] == []

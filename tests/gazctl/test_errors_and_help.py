@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from gazctl.main import app
 from gazette_core.testing.etcd import free_port
-from tests.gazctl.support import cli, gazctl, isolated_env
+from tests.gazctl.support import cli, dialing_commands, gazctl, isolated_env
 
 HINT = "(start one with `gazctl local up`, set --broker.address, or raise --timeout)"
 
@@ -150,18 +150,8 @@ def test_bad_timeout_is_a_clear_error(value: str, silent_address: str) -> None:
     assert "--timeout" in str(result.exception)
 
 
-def _leaf_commands(command: Any, path: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(command, TyperGroup):
-        for name, sub in sorted(command.commands.items()):
-            yield from _leaf_commands(sub, f"{path} {name}")
-    else:
-        yield path, command
-
-
 def test_every_command_that_dials_a_broker_takes_timeout() -> None:
-    dialing = {path: {p.name for p in command.params}
-               for path, command in _leaf_commands(typer.main.get_command(app), "gazctl")
-               if any(p.name == "broker" for p in command.params)}
+    dialing = dialing_commands()
 
     assert "gazctl journals read" in dialing and "gazctl journals prune" in dialing
     assert [path for path, names in dialing.items() if "timeout" not in names] == []
