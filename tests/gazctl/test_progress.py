@@ -132,14 +132,9 @@ def fragments_json(address: str) -> str:
                    for name in JOURNALS for f in _fragments(address, name))
 
 
-@pytest.mark.parametrize("stderr_too", [True, False], ids=["stderr-tty", "stderr-piped"])
-def test_fragments_draws_a_bar_in_a_terminal(address: str, state_home: Path,
-                                             stderr_too: bool) -> None:
-    args = ("journals", "fragments", "-l", "prefix=prog/", "-o", "json",
-            "--broker.address", address)
-    expected = fragments_json(address)
-    assert expected.count("\n") == len(JOURNALS)
-
+def assert_bar_only_in_a_terminal(args: tuple[str, ...], expected: str, description: str,
+                                  state_home: Path, stderr_too: bool) -> None:
+    """Piped, the output is exactly `expected`; in a terminal, a bar and then that output."""
     piped = gazctl(*args, env=env_for(state_home))
     term = in_terminal(*args, env=env_for(state_home), stderr_too=stderr_too)
 
@@ -148,11 +143,23 @@ def test_fragments_draws_a_bar_in_a_terminal(address: str, state_home: Path,
     assert piped.stderr == b""
     assert_no_bar(piped.stdout)
     assert term.returncode == 0, term
-    assert "Listing fragments" in term.text
+    assert description in term.text
     assert "3/3 journals" in term.text
     assert_output_after_erased_bar(term, expected)
     if not stderr_too:
         assert term.stderr == b""
+
+
+
+@pytest.mark.parametrize("stderr_too", [True, False], ids=["stderr-tty", "stderr-piped"])
+def test_fragments_draws_a_bar_in_a_terminal(address: str, state_home: Path,
+                                             stderr_too: bool) -> None:
+    args = ("journals", "fragments", "-l", "prefix=prog/", "-o", "json",
+            "--broker.address", address)
+    expected = fragments_json(address)
+    assert expected.count("\n") == len(JOURNALS)
+
+    assert_bar_only_in_a_terminal(args, expected, "Listing fragments", state_home, stderr_too)
 
 
 @pytest.mark.parametrize("stderr_too", [True, False], ids=["stderr-tty", "stderr-piped"])
@@ -162,19 +169,7 @@ def test_reset_head_draws_a_bar_in_a_terminal(address: str, state_home: Path,
     # Healthy journals: each head stays at the end of what was appended.
     expected = "".join(f"{name}: write head at {len(DATA[name])}\n" for name in JOURNALS)
 
-    piped = gazctl(*args, env=env_for(state_home))
-    term = in_terminal(*args, env=env_for(state_home), stderr_too=stderr_too)
-
-    assert piped.returncode == 0, piped.stderr
-    assert piped.stdout.decode() == expected
-    assert piped.stderr == b""
-    assert_no_bar(piped.stdout)
-    assert term.returncode == 0, term
-    assert "Resetting write heads" in term.text
-    assert "3/3 journals" in term.text
-    assert_output_after_erased_bar(term, expected)
-    if not stderr_too:
-        assert term.stderr == b""
+    assert_bar_only_in_a_terminal(args, expected, "Resetting write heads", state_home, stderr_too)
 
 
 def test_prune_draws_bars_for_listing_and_deleting(address: str, stack: Stack,
