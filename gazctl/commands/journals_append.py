@@ -56,7 +56,12 @@ def append(
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """Append the input to journals of the selection: whole, or record by record."""
+    """Append the input to journals of the selection: whole, or record by record.
+
+    Records are sent as they arrive, so `tail -F log | gazctl journals append -f lines`
+    streams; Ctrl-C appends what was read, then exits. If a record fails, the error
+    says which records were committed, and where.
+    """
     check_options(framing, mapping, b64)
     sel = require_selector(selector)
     if framing is Framing.none:

@@ -28,7 +28,8 @@ def apply(
 ) -> None:
     """Apply journal specs from a YAML tree (revision 0 creates, -1 ignores revisions).
 
-    Journals whose spec already equals the cluster's are left alone.
+    Journals whose spec already equals the cluster's are left alone. A dry run refuses,
+    as the apply would, changes whose revision is not the journal's current one.
     """
     text = sys.stdin.read() if specs == "-" else _read(specs)
     request = to_apply_request(push_down(load_tree(text)))
