@@ -27,6 +27,10 @@ class PartialApply(GazetteError):
     """A transaction failed after earlier ones were applied; the message names them."""
 
 
+class PartialRefusal(StatusError):
+    """A transaction was refused after earlier ones were applied; the message names them."""
+
+
 async def apply_in_transactions(stub: JournalAsyncStub, changes: list[pb.ApplyRequest.Change],
                                 max_txn_size: int) -> int:
     """Apply in transactions of at most `max_txn_size` changes (0: one); the last revision."""
@@ -40,7 +44,7 @@ async def apply_in_transactions(stub: JournalAsyncStub, changes: list[pb.ApplyRe
             done = _progress(txns, index, revision)
             if isinstance(exc, StatusError) and exc.status == pb.ETCD_TRANSACTION_FAILED:
                 where = f"transaction {index + 1} of {len(txns)} refused: " if len(txns) > 1 else ""
-                raise await _refused(stub, txn, where, done) from None
+                raise await _refused(stub, txn, where, done, partial=index > 0) from None
             if index == 0:
                 raise
             raise PartialApply(f"{exc}; {done}") from exc
@@ -49,10 +53,11 @@ async def apply_in_transactions(stub: JournalAsyncStub, changes: list[pb.ApplyRe
 
 
 async def _refused(stub: JournalAsyncStub, txn: list[pb.ApplyRequest.Change], where: str,
-                   done: str) -> StatusError:
+                   done: str, partial: bool) -> StatusError:
     current = await current_journals(stub, [change_name(c) for c in txn])
     why = conflicts(txn, current) or ["an expected revision changed while applying"]
-    refused = StatusError(pb.ETCD_TRANSACTION_FAILED, where + "; ".join([*why, done]))
+    kind = PartialRefusal if partial else StatusError
+    refused = kind(pb.ETCD_TRANSACTION_FAILED, where + "; ".join([*why, done]))
     refused.hint = REVISION_HINT
     return refused
 
