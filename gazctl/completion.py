@@ -19,7 +19,8 @@ import os
 import typer
 
 from gazctl.connection import client_config
-from gazette_core.broker.client.channel import close_channels, journal_stub
+from gazctl.endpoints import pick_live
+from gazette_core.broker.client.channel import close_channels, journal_stub, use_client_config
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 
@@ -77,20 +78,21 @@ def _directories(names: list[str]) -> set[str]:
 def journal_specs(flag: str | None) -> list[pb.JournalSpec]:
     """Every journal's spec, from the broker gazctl would use; none on any failure."""
     # gazctl.config imports this module for its Selector option.
-    from gazctl.config import broker_address
+    from gazctl.config import broker_addresses
 
     try:
-        address = broker_address(flag or os.environ.get("BROKER_ADDRESS"))
-        return asyncio.run(_list_specs(address))
+        addresses = broker_addresses(flag or os.environ.get("BROKER_ADDRESS"))
+        return asyncio.run(_list_specs(addresses))
     except Exception:  # An unreachable broker or a bad address: nothing to offer.
         return []
 
 
-async def _list_specs(address: str) -> list[pb.JournalSpec]:
+async def _list_specs(addresses: list[str]) -> list[pb.JournalSpec]:
     try:
         async with asyncio.timeout(TIMEOUT):
             # TLS files and auth from the environment and gazctl.ini (flags are not parsed yet).
-            stub = journal_stub(address, client_config())
+            use_client_config(client_config())
+            stub = journal_stub(await pick_live(addresses, TIMEOUT))
             resp = await list_journals(stub, pb.LabelSelector(), timeout=TIMEOUT)
         return [journal.spec for journal in resp.journals]
     finally:

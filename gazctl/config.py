@@ -11,16 +11,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import grpc
 import typer
 
 from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
+from gazctl.endpoints import pick_live
 from gazctl.ini import load as load_ini
 from gazette_core.broker.client.channel import (
     close_channels,
-    dial,
     journal_stub,
+    split_addresses,
     use_client_config,
 )
 from gazette_core.broker.protocol.durations_ext import parse_go_duration
@@ -35,8 +35,9 @@ T = TypeVar("T")
 
 BrokerAddress = typer.Option(
     None, "--broker.address", envvar="BROKER_ADDRESS", show_envvar=True,
-    help="Broker endpoint URL. Defaults to the stack started by `gazctl local up`, "
-         "else http://localhost:8080.")
+    help="Broker endpoint URL, or several separated by commas (the first live one is "
+         "used). Defaults to the stack started by `gazctl local up`, else "
+         "http://localhost:8080.")
 Timeout = typer.Option(
     "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
     help="How long to wait to connect to the broker, as a duration like 500ms, 10s or 1m.")
@@ -45,7 +46,16 @@ Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector
 
 
 def broker_address(flag: str | None) -> str:
-    return resolve_address(flag)[0]
+    """The first endpoint of the broker address (which may list several)."""
+    return broker_addresses(flag)[0]
+
+
+def broker_addresses(flag: str | None) -> list[str]:
+    """Every endpoint of the broker address, in order (see `gazctl.endpoints`)."""
+    text = resolve_address(flag)[0]
+    if not (targets := split_addresses(text)):
+        raise ValidationError("--broker.address", f"expected an endpoint URL, got {text!r}")
+    return targets
 
 
 def resolve_address(flag: str | None) -> tuple[str, str]:
@@ -68,18 +78,23 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
         timeout: str = "10s") -> T:
     """Run `body` with a Journal stub; an unreachable broker becomes a clear error.
 
-    The broker must accept a connection within `timeout`, so a wrong address
+    A broker must accept a connection within `timeout`, so a wrong address
     or a broker that never answers fails fast instead of hanging (Go's gazctl
-    waits for ever). Once connected, `body` takes as long as its work does.
+    waits for ever). Of several addresses the first live one is used
+    (`gazctl.endpoints`). Once connected, `body` takes as long as its work does.
     """
-    target = broker_address(address)
+    targets = broker_addresses(address)
     limit = connect_timeout(timeout)
     config = client_config()  # TLS files and authorization (gazctl.connection)
 
     async def main() -> T:
         use_client_config(config)  # for every dial below, routed calls included
         try:
-            await _connect(target, limit)
+            try:
+                target = await pick_live(targets, limit)
+            except TimeoutError:
+                raise _unreachable(", ".join(targets), f"no connection within {limit:g}s"
+                                   ) from None
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:
@@ -100,25 +115,6 @@ def connect_timeout(text: str) -> float:
     if seconds <= 0:
         raise ValidationError("--timeout", f"expected a positive duration, got {text!r}")
     return seconds
-
-
-async def _connect(target: str, limit: float) -> None:
-    """Wait until the channel connects or fails; a refusal is left to the first RPC.
-
-    A refused connection fails at once and the RPC's own error says why; only
-    a connection that neither succeeds nor fails (a black-holed address, a
-    server that never answers) needs the deadline.
-    """
-    channel = dial(target)
-    settled = (grpc.ChannelConnectivity.READY, grpc.ChannelConnectivity.TRANSIENT_FAILURE)
-    try:
-        async with asyncio.timeout(limit):
-            state = channel.get_state(try_to_connect=True)
-            while state not in settled:
-                await channel.wait_for_state_change(state)
-                state = channel.get_state(try_to_connect=True)
-    except TimeoutError:
-        raise _unreachable(target, f"no connection within {limit:g}s") from None
 
 
 def _unreachable(target: str, reason: str) -> UnavailableError:

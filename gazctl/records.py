@@ -10,20 +10,17 @@ the journals in name order, as Go's message mappings use.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import enum
 import random
 import struct
-from collections.abc import AsyncIterator
-from typing import BinaryIO
+from collections.abc import AsyncIterable, AsyncIterator
 
 from gazette_core.errors import ValidationError
 
 MAGIC = b"\x66\x33\x93\x36"
 HEADER = struct.Struct("<4sI")
-BATCH_BYTES = 1 << 16
 
 
 class Framing(enum.StrEnum):
@@ -46,25 +43,48 @@ def fnv1a32(data: bytes) -> int:
     return h
 
 
-async def records(source: BinaryIO, framing: Framing) -> AsyncIterator[bytes]:
-    """The input's records, read off the event loop (the input may be a slow FIFO)."""
-    loop = asyncio.get_running_loop()
-    if framing is Framing.lines:
-        while lines := await loop.run_in_executor(None, source.readlines, BATCH_BYTES):
-            for line in lines:
-                yield line
-        return
-    while header := await loop.run_in_executor(None, source.read, HEADER.size):
-        if len(header) < HEADER.size:
-            raise ValidationError("--input", "truncated fixed-frame header at end of input")
-        magic, length = HEADER.unpack(header)
+async def records(chunks: AsyncIterable[bytes], framing: Framing
+                  ) -> AsyncIterator[list[bytes]]:
+    """The input's records, a list per chunk of input: all that arrived together.
+
+    A record split across chunks is held back until its end arrives; at the
+    end of the input an unterminated last line is a record of its own.
+    """
+    buf = bytearray()
+    split = _lines if framing is Framing.lines else _frames
+    async for chunk in chunks:
+        buf += chunk
+        if batch := split(buf):
+            yield batch
+    if framing is Framing.fixed and buf:
+        what = "fixed-frame header" if len(buf) < HEADER.size else "fixed frame"
+        raise ValidationError("--input", f"truncated {what} at end of input")
+    if buf:
+        yield [bytes(buf)]
+
+
+def _lines(buf: bytearray) -> list[bytes]:
+    """The whole lines at the start of `buf`, removed from it."""
+    end = buf.rfind(b"\n") + 1
+    lines = bytes(buf[:end]).splitlines(keepends=True)
+    del buf[:end]
+    return lines
+
+
+def _frames(buf: bytearray) -> list[bytes]:
+    """The whole fixed frames at the start of `buf`, removed from it."""
+    frames, at = [], 0
+    while len(buf) - at >= HEADER.size:
+        magic, length = HEADER.unpack_from(buf, at)
         if magic != MAGIC:
             raise ValidationError("--input", f"bad fixed-frame magic {magic.hex()} "
                                   f"(want {MAGIC.hex()})")
-        payload = await loop.run_in_executor(None, source.read, length)
-        if len(payload) < length:
-            raise ValidationError("--input", "truncated fixed frame at end of input")
-        yield header + payload
+        if len(buf) - at < HEADER.size + length:
+            break
+        frames.append(bytes(buf[at:at + HEADER.size + length]))
+        at += HEADER.size + length
+    del buf[:at]
+    return frames
 
 
 class Mapper:

@@ -3,7 +3,9 @@
 Each change is compared with the journal the cluster has now: a spec equal
 to the current one is left out (re-applying it would only bump revisions and
 wake every watcher), so a listing applied back unchanged sends nothing. What
-is left goes out in transactions of at most `--max-txn-size` changes.
+is left goes out in transactions of at most `--max-txn-size` changes
+(`apply_txns`). `conflicts` names the changes whose expected revision is not
+the journal's current one: a dry run refuses those as the broker would.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from gazctl.commands.apply_txns import apply_in_transactions, change_name, current_journals
 from gazctl.render import stdout
-from gazette_core.broker.client.journals import apply_journals, list_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -38,18 +40,13 @@ class Planned:
 
     @property
     def name(self) -> str:
-        return self.change.upsert.name if self.change.HasField("upsert") else self.change.delete
+        return change_name(self.change)
 
 
 async def plan(stub: JournalAsyncStub, request: pb.ApplyRequest) -> list[Planned]:
     """Classify every change of `request` against the journals the cluster has now."""
-    names = [c.upsert.name if c.HasField("upsert") else c.delete for c in request.changes]
-    current: dict[str, pb.ListResponse.Journal] = {}
-    if names:
-        # Several values of one label name in an include set match any of them.
-        selector = pb.LabelSelector(include=pb.LabelSet(
-            labels=[pb.Label(name="name", value=n) for n in sorted(set(names))]))
-        current = {j.spec.name: j for j in (await list_journals(stub, selector)).journals}
+    names = [change_name(c) for c in request.changes]
+    current = await current_journals(stub, names)
     return [_classify(c, current.get(n)) for c, n in zip(request.changes, names, strict=True)]
 
 
@@ -106,22 +103,7 @@ async def plan_and_apply(stub: JournalAsyncStub, request: pb.ApplyRequest, max_t
     changes = to_send(planned)
     if dry_run or not changes:
         return planned, 0
-    return planned, await apply_in_batches(stub, changes, max_txn_size)
-
-
-async def apply_in_batches(stub: JournalAsyncStub, changes: list[pb.ApplyRequest.Change],
-                           max_txn_size: int) -> int:
-    """Apply in transactions of at most `max_txn_size` changes (0: one); the last revision.
-
-    Each transaction succeeds or fails whole; a failure leaves the earlier
-    ones applied.
-    """
-    size = max_txn_size or len(changes)
-    revision = 0
-    for start in range(0, len(changes), size):
-        resp = await apply_journals(stub, pb.ApplyRequest(changes=changes[start:start + size]))
-        revision = int(resp.header.etcd.revision)
-    return revision
+    return planned, await apply_in_transactions(stub, changes, max_txn_size)
 
 
 def report(planned: list[Planned], show_diff: bool) -> None:

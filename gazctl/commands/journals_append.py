@@ -2,29 +2,44 @@
 
 With the default framing `none` the whole input is one atomic append to one
 journal; with `lines` or `fixed` each record is its own append, mapped to a
-journal as `gazctl.records` describes, through an AppendService.
+journal as `gazctl.records` describes, through an AppendService. Records are
+sent as they arrive (`gazctl.input_chunks`), so a never-ending pipe streams;
+Ctrl-C ends the input and flushes what was read. When a record fails, the
+error says which records were committed (`gazctl.append_ledger`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import typer
 
+from gazctl.append_ledger import Ledger
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, Selector, Timeout, run
+from gazctl.input_chunks import InputChunks
 from gazctl.records import Framing, Mapper, Mapping, check_options, records
 from gazctl.render import stdout
-from gazette_core.broker.client.append_service import AppendService, AsyncAppend
+from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+
+@dataclass(frozen=True)
+class Appended:
+    records: int
+    size: int
+    journals: int
+    interrupted: bool
 
 
 def append(
@@ -41,7 +56,12 @@ def append(
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """Append the input to journals of the selection: whole, or record by record."""
+    """Append the input to journals of the selection: whole, or record by record.
+
+    Records are sent as they arrive, so `tail -F log | gazctl journals append -f lines`
+    streams; Ctrl-C appends what was read, then exits. If a record fails, the error
+    says which records were committed, and where.
+    """
     check_options(framing, mapping, b64)
     sel = require_selector(selector)
     if framing is Framing.none:
@@ -49,13 +69,15 @@ def append(
         return
     source = sys.stdin.buffer if input_path == "-" else _open(input_path)
 
-    async def body(stub: JournalAsyncStub) -> tuple[int, int, int]:
+    async def body(stub: JournalAsyncStub) -> Appended:
         journals = [j.spec.name for j in await matched_journals(stub, sel, selector)]
         return await _append_records(stub, source, Mapper(mapping, journals, framing, b64))
 
-    count, size, used = run(broker, body, timeout)
-    stdout.print(f"appended {count} record(s), {size} bytes, to {used} journal(s)",
-                 highlight=False)
+    done = run(broker, body, timeout)
+    stdout.print(f"{'interrupted: ' if done.interrupted else ''}appended {done.records} "
+                 f"record(s), {done.size} bytes, to {done.journals} journal(s)", highlight=False)
+    if done.interrupted:
+        raise typer.Exit(130)  # as for any command ended by Ctrl-C
 
 
 def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
@@ -74,28 +96,49 @@ def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
 
 
 async def _append_records(stub: JournalAsyncStub, source: BinaryIO, mapper: Mapper
-                          ) -> tuple[int, int, int]:
-    """Each record appended on its own, in input order per journal; (records, bytes, journals)."""
-    count = size = 0
-    used: set[str] = set()
-    pending: dict[int, AsyncAppend] = {}
-    key: bytes | None = None
+                          ) -> Appended:
+    """Each record appended as soon as it is read, in input order per journal.
+
+    A failed record stops the reading; either way every record read is
+    settled (committed or failed) before this returns or raises.
+    """
+    chunks = InputChunks(source)
+    ledger = Ledger(on_failure=chunks.stop)
     async with AppendService(stub) as service:
-        async for record in records(source, mapper.framing):
+        try:
+            await _enqueue_all(chunks, mapper, service, ledger)
+        finally:
+            await _settle(ledger)
+    if (failure := ledger.failure()) is not None:
+        raise failure
+    return Appended(ledger.count, ledger.size, len(ledger.journals), chunks.interrupted)
+
+
+async def _enqueue_all(chunks: InputChunks, mapper: Mapper, service: AppendService,
+                       ledger: Ledger) -> None:
+    key: bytes | None = None
+    async for batch in records(chunks, mapper.framing):
+        for record in batch:
             if mapper.keyed and key is None:
                 key = mapper.key_of(record)
                 continue
             journal = mapper.pick(key)
             key = None
-            handle = service.enqueue(journal, record)
-            pending[id(handle)] = handle
-            count, size = count + 1, size + len(record)
-            used.add(journal)
-    if key is not None:
+            ledger.add(journal, record, service.enqueue(journal, record))
+    if key is not None and not chunks.stopped:  # a failure stops the input anywhere
         raise ValidationError("--input", "the input ended after a key record with no record")
-    for handle in pending.values():
-        await handle
-    return count, size, len(used)
+
+
+async def _settle(ledger: Ledger) -> None:
+    """Wait for every enqueued record; a Ctrl-C meanwhile does not drop them."""
+    while True:
+        try:
+            await ledger.settle()
+            return
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.uncancel() > 0:
+                raise
 
 
 def _open(path: str) -> BinaryIO:

@@ -20,6 +20,7 @@ from pathlib import Path
 import typer
 
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
+from gazctl.commands.apply_txns import PartialApply, PartialRefusal
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import stdout
@@ -74,6 +75,10 @@ def _edit_loop(path: Path, original: str, apply: Callable[[str], None]) -> None:
         text = edited
         try:
             apply(text)
+        except (PartialApply, PartialRefusal) as exc:
+            # Earlier transactions were applied: the buffer no longer matches the cluster.
+            exc.hint = "; ".join(filter(None, [exc.hint, f"last edits saved to {path}"]))
+            raise
         except (ValidationError, StatusError) as exc:
             errors = str(exc)
             continue

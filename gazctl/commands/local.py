@@ -49,9 +49,13 @@ def up(directory: str | None = Dir,
 
 @app.command()
 def env(directory: str | None = Dir) -> None:
-    """Print `export` lines pointing gazctl and clients at the stack."""
+    """Print `export` lines pointing gazctl and clients at the stack.
+
+    BROKER_ADDRESS lists every broker; gazctl dials the first live one.
+    """
     stack = _load(directory)
-    stdout.out(f"export BROKER_ADDRESS={stack.brokers[0].endpoint}")
+    # Every broker: gazctl dials the first live one, so killing one leaves the rest usable.
+    stdout.out(f"export BROKER_ADDRESS={','.join(b.endpoint for b in stack.brokers)}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
     if stack.auth_keys:
         stdout.out(f"export BROKER_AUTH_KEYS={shlex.quote(stack.auth_keys)}")

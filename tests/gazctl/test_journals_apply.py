@@ -176,10 +176,14 @@ def test_reapplying_a_create_fails_with_transaction_failed(
                   env=isolated_env(state_home))
 
     assert proc.returncode == 1
+    revision = before[0].mod_revision
     assert proc.stderr.decode() == (
-        "error: broker refused: ETCD_TRANSACTION_FAILED (nothing was applied: a spec's "
-        "revision differs from its journal's, and revision 0 only creates journals that do "
-        "not exist yet; `gazctl journals list -o yaml` shows current revisions)\n")
+        "error: broker refused: ETCD_TRANSACTION_FAILED: journal apply/twice/events: expected "
+        f"revision 0 (a new journal), but its current revision is {revision}; journal "
+        "apply/twice/raw: expected revision 0 (a new journal), but its current revision is "
+        f"{revision}; nothing was applied (`gazctl journals list -o yaml` shows current "
+        "revisions; revision 0 only creates journals that do not exist yet, -1 applies at any "
+        "revision)\n")
     after = journals(address, "prefix=apply/twice/")
     assert [(j.spec, j.mod_revision) for j in after] == [(j.spec, j.mod_revision) for j in before]
 
@@ -196,7 +200,10 @@ def test_update_at_a_stale_revision_is_refused(address: str) -> None:
                 input=at_revision.replace("length: 2048", "length: 16384"))
 
     assert stale.exit_code == 1
-    assert str(stale.exception) == "ETCD_TRANSACTION_FAILED"
+    now = journals(address, "name=apply/stale/events")[0].mod_revision
+    assert str(stale.exception) == (
+        f"ETCD_TRANSACTION_FAILED: journal apply/stale/events: expected revision {revision}, "
+        f"but its current revision is {now}; nothing was applied")
     assert [j.spec.fragment.length for j in journals(address, "prefix=apply/stale/")] == [
         8192, 4096]
 

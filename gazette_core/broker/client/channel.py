@@ -1,7 +1,8 @@
 """gRPC channels to brokers, dialed from Gazette endpoint URLs.
 
 An endpoint is what a ProcessSpec advertises and what `--broker.address`
-takes: `http://host:port`, `https://host:port` (TLS; port 443 by default), a
+takes (gazctl also takes a comma-separated list of them, and dials a live
+one): `http://host:port`, `https://host:port` (TLS; port 443 by default), a
 bare `host:port`, or `unix:///abs/path` (`unix://host/abs/path` is accepted
 too; the host is ignored). Channels are cached per event loop, address and
 `ClientConfig`, because `grpc.aio` channels are bound to the loop that
@@ -76,8 +77,14 @@ def use_client_config(config: ClientConfig) -> None:
 
 
 def default_address() -> str:
-    """The broker endpoint from $BROKER_ADDRESS, else http://localhost:8080."""
-    return os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
+    """The broker endpoint from $BROKER_ADDRESS (its first, if a list), else localhost:8080."""
+    listed = split_addresses(os.environ.get(ADDRESS_ENV, ""))
+    return listed[0] if listed else DEFAULT_ADDRESS
+
+
+def split_addresses(text: str) -> list[str]:
+    """The endpoints of a comma-separated list (one endpoint is a list of one)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def grpc_target(address: str) -> str:

@@ -1,0 +1,83 @@
+"""After `eval "$(gazctl local env)"`, gazctl keeps working when broker-1 dies: the
+environment lists every broker of the stack and gazctl dials a live one."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gazette_core.local import processes
+from gazette_core.local.stack import Stack
+from tests.gazctl.support import gazctl, isolated_env, stop_stack
+
+SPECS = b"""\
+name: failover/
+replication: 3
+fragment:
+  length: 1048576
+  compression_codec: NONE
+  stores:
+    - file:///
+  refresh_interval: 1s
+children:
+  - name: failover/%s
+    revision: 0
+"""
+
+
+def _ok(*args: str, env: dict[str, str], input: bytes | None = None) -> str:
+    proc = gazctl(*args, env=env, input=input)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc.stdout.decode()
+
+
+def _exported(env_output: str) -> dict[str, str]:
+    """The variables of `export NAME=value` lines, as a shell's eval would set them."""
+    pairs = (shlex.split(line.removeprefix("export "))[0].split("=", 1)
+             for line in env_output.splitlines())
+    return dict(pairs)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterator[Stack]:
+    directory = tmp_path_factory.mktemp("failover")
+    try:
+        _ok("local", "up", "--dir", str(directory), "--brokers", "3",
+            env=isolated_env(state_home))
+        loaded = Stack.load(directory)
+        assert loaded is not None
+        yield loaded
+    finally:
+        stop_stack(directory)
+
+
+def test_env_exports_every_broker(stack: Stack, state_home: Path) -> None:
+    out = _ok("local", "env", "--dir", str(stack.directory), env=isolated_env(state_home))
+
+    assert _exported(out)["BROKER_ADDRESS"] == ",".join(b.endpoint for b in stack.brokers)
+
+
+def test_commands_still_work_after_broker_1_is_killed(stack: Stack, state_home: Path) -> None:
+    exported = _exported(_ok("local", "env", "--dir", str(stack.directory),
+                             env=isolated_env(state_home)))
+    env = {**isolated_env(state_home), **exported}
+    _ok("journals", "apply", env=env, input=SPECS % b"before")
+    first = stack.brokers[0]
+    os.kill(first.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while processes.alive(first.pid, first.marker):
+        assert time.monotonic() < deadline, "broker-1 survived SIGKILL"
+        time.sleep(0.05)
+
+    applied = _ok("journals", "apply", env=env, input=SPECS % b"after")
+    listed = _ok("journals", "list", "-l", "prefix=failover/", env=env)
+
+    assert applied.splitlines()[0] == "create failover/after (new)"
+    assert [line.split()[0] for line in listed.splitlines()[1:]] == [
+        "failover/after", "failover/before"]
