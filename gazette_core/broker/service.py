@@ -132,7 +132,9 @@ class Broker:
                                                         f"{self.config.port}")
         await self.server.start()
         if self.config.http_port >= 0:
-            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub)
+            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
+                                            header_timeout=self.config.http_header_timeout,
+                                            idle_timeout=self.config.http_idle_timeout)
             await self.http_gateway.start(self.config.host, self.config.http_port,
                                           server_ssl_context(self.config))
         await self._announce()
