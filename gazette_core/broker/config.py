@@ -34,6 +34,7 @@ class BrokerConfig:
     peer_cert_key_file: str = ""
     peer_ca_file: str = ""
     auto_suspend: bool = False
+    # Gazette's per-persist timeout is 5 minutes.
     persist_on_stop_timeout: float = 300.0
     http_header_timeout: float = 30.0
     http_idle_timeout: float = 60.0

@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_RECV = 4 * 1024 * 1024
-# How long a stopping broker keeps trying to persist its spools (Gazette's
-# per-persist timeout is 5 minutes).
-PERSIST_ON_STOP_S = 300.0
 ETCD_CONNECT_TIMEOUT_S = 10.0
 # How long a stopping broker waits for the allocator to move its journals away.
 DRAIN_TIMEOUT_S = 60.0
@@ -192,7 +189,9 @@ class Broker:
         if self.allocator is not None:
             await self.allocator.stop()
         await self.resolver.stop()
-        await self.persister.stop(timeout=PERSIST_ON_STOP_S)
+        # Bounded (--broker.persist-on-stop-timeout), so a store that never
+        # recovers cannot keep a stopping broker from being restarted.
+        await self.persister.stop(timeout=self.config.persist_on_stop_timeout)
         await self.store_health.stop()
         if self.server is not None:
             await self.server.stop(grace=1.0)
