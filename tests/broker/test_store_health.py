@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import aetcd
+import grpc
 import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -15,7 +17,8 @@ from gazette_core.broker.stores.base import FragmentStore
 from gazette_core.broker.stores.health import FIRST_CHECK_PENDING, StoreHealth
 from gazette_core.broker.stores.memory import MemoryStore
 from gazette_core.broker.stores.url import parse_store_url
-from gazette_core.testing.broker import journal_spec
+from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
+from gazette_core.testing.etcd import EtcdServer
 from tests.broker.support import append, create
 
 BAD_STORE = "file:///?bogus=1"
@@ -110,3 +113,68 @@ async def test_health_checks_stop_with_the_broker(broker: Broker,
     await broker.store_health.stop()
     await asyncio.sleep(0)
     assert [t for t in asyncio.all_tasks() if t.get_name().startswith("store health")] == []
+
+
+async def _refusal(stub: pb_grpc.JournalStub, req: pb.FragmentStoreHealthRequest) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.FragmentStoreHealth(req)
+    return err.value.details() or ""
+
+
+async def test_store_health_refuses_store_urls_leaving_the_file_root(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:
+    escaped = tmp_path.parent / "escaped"
+    details = await _refusal(stub, pb.FragmentStoreHealthRequest(
+        fragment_store="file:///../escaped/"))
+    assert details == ('fragment_store: path of store URL "file:///../escaped/" must not have '
+                       '".." segments')
+    assert not escaped.exists()
+
+
+@pytest.mark.parametrize(("check_delete", "prefix", "message"), [
+    (True, "../escaped/", 'check_delete_prefix: "../escaped/" must not escape the store prefix'),
+    (True, "a/../../escaped/", 'check_delete_prefix: "a/../../escaped" must be a clean path'),
+    (False, "probe/", "check_delete_prefix: check_delete_prefix requires check_delete"),
+])
+async def test_store_health_validates_check_delete_prefix(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path, check_delete: bool,
+        prefix: str, message: str) -> None:
+    details = await _refusal(stub, pb.FragmentStoreHealthRequest(
+        fragment_store="file:///", check_delete=check_delete, check_delete_prefix=prefix))
+    assert details.startswith(message)
+    assert not (tmp_path.parent / "escaped").exists()
+
+
+async def test_a_store_linked_out_of_the_file_root_is_unhealthy_and_written_nowhere(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    async with running_broker(broker_config(etcd_server.endpoint, str(root))) as broker, \
+            journal_stub(broker.endpoint) as stub:
+        resp = await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(
+            fragment_store="file:///link/", check_delete=True, check_delete_prefix="probe/"))
+        assert resp.status == pb.FRAGMENT_STORE_UNHEALTHY
+        assert "escapes the file root" in resp.store_health_error
+        await create(stub, journal_spec("h/linked", stores=("file:///link/",)))
+        # The journal's fragments cannot be listed nor its store checked, so the
+        # append waits (for the first listing) or is refused; it never lands.
+        msgs = [pb.AppendRequest(journal="h/linked"), pb.AppendRequest(content=b"x"),
+                pb.AppendRequest()]
+        try:
+            appended = await stub.Append(iter(msgs), timeout=3)
+            assert appended.status == pb.FRAGMENT_STORE_UNHEALTHY
+        except grpc.aio.AioRpcError as err:
+            assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert list(outside.rglob("*")) == []  # no probe, no fragment (stopping persists spools)
+
+
+async def test_apply_refuses_a_store_url_leaving_the_file_root(
+        broker: Broker, stub: pb_grpc.JournalStub) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
+            upsert=journal_spec("h/escaped", stores=("file:///../../escaped/",)))]))
+    assert (err.value.details() or "").startswith(
+        'changes[0].upsert.fragment.stores[0]: path of store URL "file:///../../escaped/" '
+        'must not have ".." segments')
