@@ -24,7 +24,7 @@ async def serve_store_health(broker: Broker, req: pb.FragmentStoreHealthRequest
                              ) -> pb.FragmentStoreHealthResponse:
     validate_fragment_store_health_request(req)
     header = unrouted_header(broker.process_id, broker.keyspace.header)
-    health = broker.store_health.health(req.fragment_store)
+    health = broker.store_health.health(req.fragment_store, limited=True)
     error = await health.await_first_check()
     if not error and req.check_delete:
         error = await check_delete(health.store, req.check_delete_prefix)

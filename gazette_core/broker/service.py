@@ -72,7 +72,8 @@ class Broker:
         self.keyspace: KeySpace
         self.resolver: Resolver
         self.persister = Persister(config.file_root, file_only=config.file_only)
-        self.store_health = HealthMonitor(self.store_for)
+        self.store_health = HealthMonitor(self.store_for, config.store_health_sweep,
+                                          config.store_health_limit)
         self.server: grpc.aio.Server | None = None
         self.http_gateway: HttpGateway | None = None
         self.port = 0

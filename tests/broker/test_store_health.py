@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import aetcd
@@ -178,3 +179,70 @@ async def test_apply_refuses_a_store_url_leaving_the_file_root(
     assert (err.value.details() or "").startswith(
         'changes[0].upsert.fragment.stores[0]: path of store URL "file:///../../escaped/" '
         'must not have ".." segments')
+
+
+def _checker_tasks() -> set[str]:
+    return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("store health ")}
+
+
+async def test_checkers_unused_for_a_sweep_period_are_stopped(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    for name in ("kept", "dropped"):
+        (tmp_path / name).mkdir()
+    config = broker_config(etcd_server.endpoint, str(tmp_path), store_health_sweep=0.3)
+    async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
+        for url in ("file:///kept/", "file:///dropped/"):
+            resp = await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(
+                fragment_store=url))
+            assert resp.status == pb.OK
+        assert {"store health file:///kept/", "store health file:///dropped/"} <= \
+            _checker_tasks()
+        async with asyncio.timeout(10):
+            while "store health file:///dropped/" in _checker_tasks():
+                await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(
+                    fragment_store="file:///kept/"))
+                await asyncio.sleep(0.1)
+        assert "store health file:///kept/" in _checker_tasks()
+        # A swept store is checked afresh when it is asked about again.
+        resp = await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(
+            fragment_store="file:///dropped/"))
+        assert resp.status == pb.OK
+
+
+async def test_checkers_beyond_the_limit_are_refused_but_journals_are_served(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    config = broker_config(etcd_server.endpoint, str(tmp_path), store_health_limit=3)
+    async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
+        for i in range(3):
+            (tmp_path / f"s{i}").mkdir()
+            resp = await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(
+                fragment_store=f"file:///s{i}/"))
+            assert resp.status == pb.OK
+        details = await _refusal(stub, pb.FragmentStoreHealthRequest(
+            fragment_store="file:///s3/"))
+        assert details == ("too many fragment stores under health checks (limit 3): "
+                           "retry once unused checkers are swept")
+        # A journal's own store is always checked, whatever the limit.
+        (tmp_path / "journals").mkdir()
+        await create(stub, journal_spec("h/limited", stores=("file:///journals/",)))
+        assert (await append(stub, "h/limited", b"x")).status == pb.OK
+        # Checkers a journal uses count as well.
+        assert "store health file:///journals/" in _checker_tasks()
+
+
+async def test_a_failing_store_logs_once_not_once_per_check(
+        broker: Broker, stub: pb_grpc.JournalStub, quick_retries: None,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    urls = [f"file:///missing-{i}/" for i in range(5)]
+    for url in urls:
+        resp = await stub.FragmentStoreHealth(pb.FragmentStoreHealthRequest(fragment_store=url))
+        assert resp.status == pb.FRAGMENT_STORE_UNHEALTHY
+    for url in urls:  # several failed checks of each, at the quick retry delay
+        health = broker.store_health.health(url)
+        async with asyncio.timeout(10):
+            while health.checks < 5:
+                await asyncio.sleep(0.01)
+    for url in urls:
+        lines = [r for r in caplog.records if url in r.getMessage()]
+        assert [r.levelno for r in lines if r.levelno >= logging.INFO] == [logging.WARNING]
