@@ -104,6 +104,10 @@ FLAGS: list[tuple[str, str, type, str, str]] = [
 ]
 
 
+POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_idle_timeout",
+                      "store_health_sweep", "store_health_limit"})
+
+
 def parse_args(argv: list[str]) -> BrokerConfig:
     """Parse `gazette serve` flags; each flag falls back to its environment variable."""
     defaults = BrokerConfig()
@@ -118,6 +122,10 @@ def parse_args(argv: list[str]) -> BrokerConfig:
         default = os.environ.get(env, getattr(defaults, name))
         parser.add_argument(flag, dest=name, type=kind, default=kind(default), help=help_text)
     ns = parser.parse_args(argv)
+    for flag, name, *_ in FLAGS:
+        # Zero would refuse every request body or spin the sweeper.
+        if name in POSITIVE and getattr(ns, name) <= 0:
+            parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
     return BrokerConfig(**{f.name: getattr(ns, f.name) for f in fields(BrokerConfig)})
 
 
