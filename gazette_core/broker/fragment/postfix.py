@@ -73,6 +73,8 @@ def sample(spec: pb.JournalSpec) -> str:
     Validation runs this so that a template the persister cannot evaluate is
     refused when applied, not found out when each spool fails to persist.
     """
+    if not spec.fragment.path_postfix_template:
+        return ""  # The common case, on every spec decoded from Etcd.
     fragment = pb.Fragment(journal=spec.name, begin=0, end=0,
                            compression_codec=spec.fragment.compression_codec)
     return _evaluate(spec.fragment.path_postfix_template,
