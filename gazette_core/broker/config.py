@@ -34,6 +34,12 @@ class BrokerConfig:
     peer_cert_key_file: str = ""
     peer_ca_file: str = ""
     auto_suspend: bool = False
+    # Gazette's per-persist timeout is 5 minutes.
+    persist_on_stop_timeout: float = 300.0
+    http_header_timeout: float = 30.0
+    http_idle_timeout: float = 60.0
+    store_health_sweep: float = 3600.0
+    store_health_limit: int = 1000
 
     @property
     def suffix(self) -> str:
@@ -83,7 +89,23 @@ FLAGS: list[tuple[str, str, type, str, str]] = [
      "PEM CA bundle that verifies peer brokers (default: the system pool)"),
     ("--broker.auto-suspend", "auto_suspend", bool, "BROKER_AUTO_SUSPEND",
      "Suspend journals whose pulse saw no change for 15 intervals"),
+    ("--broker.persist-on-stop-timeout", "persist_on_stop_timeout", float,
+     "BROKER_PERSIST_ON_STOP_TIMEOUT",
+     "Seconds a stopping broker keeps trying to persist its spools before it exits"),
+    ("--broker.http-header-timeout", "http_header_timeout", float, "BROKER_HTTP_HEADER_TIMEOUT",
+     "Seconds an HTTP connection may take to send a request head, counted from its opening "
+     "or its previous response; idle connections close after it"),
+    ("--broker.http-idle-timeout", "http_idle_timeout", float, "BROKER_HTTP_IDLE_TIMEOUT",
+     "Seconds an HTTP request body may send nothing before it is refused (408)"),
+    ("--broker.store-health-sweep", "store_health_sweep", float, "BROKER_STORE_HEALTH_SWEEP",
+     "Seconds between sweeps that stop store health checkers unused since the last sweep"),
+    ("--broker.store-health-limit", "store_health_limit", int, "BROKER_STORE_HEALTH_LIMIT",
+     "Most store health checkers at once; FragmentStoreHealth for another store is refused"),
 ]
+
+
+POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_idle_timeout",
+                      "store_health_sweep", "store_health_limit"})
 
 
 def parse_args(argv: list[str]) -> BrokerConfig:
@@ -100,6 +122,10 @@ def parse_args(argv: list[str]) -> BrokerConfig:
         default = os.environ.get(env, getattr(defaults, name))
         parser.add_argument(flag, dest=name, type=kind, default=kind(default), help=help_text)
     ns = parser.parse_args(argv)
+    for flag, name, *_ in FLAGS:
+        # Zero would refuse every request body or spin the sweeper.
+        if name in POSITIVE and getattr(ns, name) <= 0:
+            parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
     return BrokerConfig(**{f.name: getattr(ns, f.name) for f in fields(BrokerConfig)})
 
 

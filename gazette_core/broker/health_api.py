@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.route_ext import unrouted_header
-from gazette_core.broker.protocol.validate_ext import validate_store_url
+from gazette_core.broker.protocol.validate_ext import validate_fragment_store_health_request
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -22,9 +22,9 @@ DELETE_PROBE_CONTENT = b"gazette-delete-probe\n"
 
 async def serve_store_health(broker: Broker, req: pb.FragmentStoreHealthRequest
                              ) -> pb.FragmentStoreHealthResponse:
-    validate_store_url(req.fragment_store)
+    validate_fragment_store_health_request(req)
     header = unrouted_header(broker.process_id, broker.keyspace.header)
-    health = broker.store_health.health(req.fragment_store)
+    health = broker.store_health.health(req.fragment_store, limited=True)
     error = await health.await_first_check()
     if not error and req.check_delete:
         error = await check_delete(health.store, req.check_delete_prefix)

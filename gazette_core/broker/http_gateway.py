@@ -8,6 +8,7 @@ its own port (`--broker.http-port`): the gRPC server owns the broker port.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,8 +34,16 @@ log = logging.getLogger(__name__)
 
 # Blocking reads never end by themselves; a stopping gateway cuts them after this.
 SHUTDOWN_TIMEOUT_S = 1.0
+# Defaults of --broker.http-header-timeout and --broker.http-idle-timeout.
+HEADER_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 60.0
+LINGER_S = 10.0
 _READ_STATUS_CODES = {pb.OK: 206, pb.JOURNAL_NOT_FOUND: 404,
                       pb.INSUFFICIENT_JOURNAL_BROKERS: 503, pb.OFFSET_NOT_YET_AVAILABLE: 416}
+
+
+class BodyStalledError(GazetteError):
+    """A request body sent nothing for the gateway's idle timeout."""
 
 
 class _AuthorizedStub:
@@ -98,9 +107,13 @@ class HttpGateway:
     """
 
     def __init__(self, broker_endpoint: str,
-                 connect: Callable[[str], JournalAsyncStub] = journal_stub) -> None:
+                 connect: Callable[[str], JournalAsyncStub] = journal_stub,
+                 header_timeout: float = HEADER_TIMEOUT_S,
+                 idle_timeout: float = IDLE_TIMEOUT_S) -> None:
         self.broker_endpoint = broker_endpoint
         self._connect = connect
+        self._header_timeout = header_timeout
+        self._idle_timeout = idle_timeout
         self.port = 0
         self._runner: web.AppRunner | None = None
 
@@ -110,8 +123,15 @@ class HttpGateway:
         app.router.add_get("/metrics", _serve_metrics)
         app.router.add_route("*", "/{journal:.*}", self._serve)
         # Cancelling the handler of a vanished client ends its Read or Append RPC.
+        # aiohttp's keep-alive timer runs from a connection's opening and from
+        # each response, and data arriving does not restart it: a client that
+        # does not finish a request head within it (sending slowly or not at
+        # all) is disconnected. After an early answer, the unread rest of a
+        # body is drained for at most the idle timeout too (aiohttp: 10 s).
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                               shutdown_timeout=SHUTDOWN_TIMEOUT_S, handler_cancellation=True)
+                               shutdown_timeout=SHUTDOWN_TIMEOUT_S, handler_cancellation=True,
+                               keepalive_timeout=self._header_timeout,
+                               lingering_time=min(LINGER_S, self._idle_timeout))
         await runner.setup()
         try:
             await web.TCPSite(runner, host or "0.0.0.0", port, ssl_context=tls).start()
@@ -146,7 +166,13 @@ class HttpGateway:
         except GazetteError as exc:
             return error_response(400, str(exc))
         try:
-            resp = await append(self._stub(request), journal, _body(request))
+            resp = await append(self._stub(request), journal,
+                                _body(request, self._idle_timeout))
+        except BodyStalledError as exc:
+            # The append was abandoned, so the broker rolled it back.
+            response = error_response(408, str(exc))
+            response.force_close()
+            return response
         except GazetteError as exc:
             return error_response(500, _error_text(exc))
         return web.Response(status=204, headers=append_headers(resp, request.path))
@@ -224,10 +250,22 @@ async def _write_trailer(request: web.Request, response: web.StreamResponse, rea
     await response.write(f"0\r\n{CLOSE_ERROR}: {value}\r\n\r\n".encode())
 
 
-async def _body(request: web.Request) -> AsyncIterator[bytes]:
-    """The request body in pieces of up to CHUNK_SIZE, coalescing what has already arrived."""
+async def _body(request: web.Request, idle_timeout: float) -> AsyncIterator[bytes]:
+    """The request body in pieces of up to CHUNK_SIZE, coalescing what has already arrived.
+
+    A body that sends nothing for `idle_timeout` seconds raises BodyStalledError:
+    the append it feeds holds its journal's pipeline meanwhile.
+    """
     content = request.content
-    while piece := await content.read(CHUNK_SIZE):
+    while True:
+        try:
+            async with asyncio.timeout(idle_timeout):
+                piece = await content.read(CHUNK_SIZE)
+        except TimeoutError:
+            raise BodyStalledError(
+                f"request body sent nothing for {idle_timeout:g}s") from None
+        if not piece:
+            return
         pieces = [piece]
         size = len(piece)
         while size < CHUNK_SIZE and (more := content.read_nowait(CHUNK_SIZE - size)):

@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_RECV = 4 * 1024 * 1024
-# How long a stopping broker keeps trying to persist its spools (Gazette's
-# per-persist timeout is 5 minutes).
-PERSIST_ON_STOP_S = 300.0
 ETCD_CONNECT_TIMEOUT_S = 10.0
 # How long a stopping broker waits for the allocator to move its journals away.
 DRAIN_TIMEOUT_S = 60.0
@@ -75,7 +72,8 @@ class Broker:
         self.keyspace: KeySpace
         self.resolver: Resolver
         self.persister = Persister(config.file_root, file_only=config.file_only)
-        self.store_health = HealthMonitor(self.store_for)
+        self.store_health = HealthMonitor(self.store_for, config.store_health_sweep,
+                                          config.store_health_limit)
         self.server: grpc.aio.Server | None = None
         self.http_gateway: HttpGateway | None = None
         self.port = 0
@@ -132,7 +130,9 @@ class Broker:
                                                         f"{self.config.port}")
         await self.server.start()
         if self.config.http_port >= 0:
-            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub)
+            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
+                                            header_timeout=self.config.http_header_timeout,
+                                            idle_timeout=self.config.http_idle_timeout)
             await self.http_gateway.start(self.config.host, self.config.http_port,
                                           server_ssl_context(self.config))
         await self._announce()
@@ -190,7 +190,9 @@ class Broker:
         if self.allocator is not None:
             await self.allocator.stop()
         await self.resolver.stop()
-        await self.persister.stop(timeout=PERSIST_ON_STOP_S)
+        # Bounded (--broker.persist-on-stop-timeout), so a store that never
+        # recovers cannot keep a stopping broker from being restarted.
+        await self.persister.stop(timeout=self.config.persist_on_stop_timeout)
         await self.store_health.stop()
         if self.server is not None:
             await self.server.stop(grace=1.0)

@@ -32,6 +32,9 @@ POINTER = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state"
 DEFAULT_DIR = POINTER / "local"
 BROKER_MARKER = "gazette_core.broker.main"
 LEASE_S = 10
+# --broker.persist-on-stop-timeout of local brokers: below `down`'s wait, so a
+# store that never recovers cannot keep a broker from exiting (or restarting).
+PERSIST_ON_STOP_S = 10.0
 # Given to brokers explicitly: the stack finds their member keys under it.
 ETCD_PREFIX = "/gazette/cluster"
 
@@ -206,6 +209,7 @@ def _broker_argv(stack: Stack, b: Process) -> list[str]:
             "--broker.file-root", str(stack.directory / "fragments"),
             "--etcd.address", stack.etcd.endpoint, "--etcd.prefix", ETCD_PREFIX,
             "--etcd.lease", str(stack.lease),
+            "--broker.persist-on-stop-timeout", str(PERSIST_ON_STOP_S),
             "--log.level", "info"]
 
 

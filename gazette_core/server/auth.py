@@ -116,7 +116,7 @@ def verify(token: str, keys: Keys, require: int) -> Claims:
         try:
             with _quiet():
                 payload = jwt.decode(token, key, algorithms=ALGORITHMS, leeway=LEEWAY_S,
-                                     options={"require": ["exp"]})
+                                     options={"require": ["exp", "iat"]})
             break
         except jwt.InvalidSignatureError:
             continue  # another key may have signed it

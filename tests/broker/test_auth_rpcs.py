@@ -10,6 +10,7 @@ from typing import Any
 
 import aetcd
 import grpc
+import jwt
 import pytest
 import pytest_asyncio
 
@@ -20,7 +21,7 @@ from gazette_core.broker.service import Broker
 from gazette_core.server import auth
 from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
-from tests.broker.auth_support import KEYS, bearer, upsert, wait_primary
+from tests.broker.auth_support import KEY, KEYS, bearer, upsert, wait_primary
 
 JOURNAL = "auth/one"
 Metadata = tuple[tuple[str, str], ...] | None
@@ -108,6 +109,19 @@ async def test_expired_token_is_unauthenticated(secured: tuple[Broker, pb_grpc.J
     assert await _refusal(CALLS[rpc](secured[1], expired)) == (
         grpc.StatusCode.UNAUTHENTICATED,
         "verifying Authorization: token has invalid claims: token is expired")
+
+
+@pytest.mark.parametrize("rpc", CALLS)
+async def test_token_without_iat_is_unauthenticated(secured: tuple[Broker, pb_grpc.JournalStub],
+                                                    rpc: str) -> None:
+    # Minted by PyJWT directly: every other claim is valid, only `iat` is missing.
+    token = jwt.encode({"cap": auth.ALL, "exp": int(time.time()) + auth.HOUR_S}, KEY,
+                       algorithm="HS256")
+
+    assert await _refusal(CALLS[rpc](secured[1], (("authorization", f"Bearer {token}"),))) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "verifying Authorization: token has invalid claims: token is missing required claim: "
+        "iat claim is required")
 
 
 @pytest.mark.parametrize("rpc", CALLS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -74,3 +76,54 @@ async def test_a_tls_broker_serves_https(etcd: aetcd.Client, etcd_server: EtcdSe
             assert resp.status == 204
         async with http.get(f"{broker.http_endpoint}/tls/http") as resp:
             assert (resp.status, await resp.read()) == (206, b"over tls")
+
+
+async def _closed_by_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            trickle: bytes = b"") -> bytes:
+    """What the server sent before closing, while `trickle` dribbles out a byte at a time."""
+    received = b""
+    for byte in [trickle[i:i + 1] for i in range(len(trickle))] + [b""] * 100:
+        if byte and not writer.is_closing():
+            with contextlib.suppress(ConnectionError):
+                writer.write(byte)
+        try:
+            async with asyncio.timeout(0.2):
+                while chunk := await reader.read(1024):
+                    received += chunk
+                return received  # end of stream: the server closed
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            return received
+    raise AssertionError(f"the server kept the connection open (received {received!r})")
+
+
+async def test_a_half_sent_request_head_is_closed_within_the_header_timeout(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    config = broker_config(etcd_server.endpoint, str(tmp_path), http_port=0,
+                           http_header_timeout=1.0)
+    async with running_broker(config) as broker:
+        port = broker.http_gateway.port if broker.http_gateway else 0
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /some/journal HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        # Trickling further header bytes does not keep the connection open either.
+        assert await _closed_by_server(reader, writer, b"X-Slow: " + b"z" * 20) == b""
+        writer.close()
+
+
+async def test_a_stalled_request_body_is_refused_within_the_idle_timeout(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    config = broker_config(etcd_server.endpoint, str(tmp_path), http_port=0,
+                           http_idle_timeout=1.0)
+    async with running_broker(config) as broker, aiohttp.ClientSession() as http:
+        await create(journal_stub(broker.endpoint), journal_spec("slow/put"))
+        port = broker.http_gateway.port if broker.http_gateway else 0
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"PUT /slow/put HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
+                     b"\r\n" + b"x" * 10)
+        received = await _closed_by_server(reader, writer)
+        writer.close()
+        assert received.startswith(b"HTTP/1.1 408 ")
+        assert b"request body sent nothing for 1s" in received
+        async with http.get(f"{broker.http_endpoint}/slow/put?block=false") as resp:
+            assert resp.status == 416  # nothing of the stalled body was appended

@@ -56,6 +56,19 @@ async def test_apply_rejects_invalid_spec_naming_the_field(broker: Broker,
     assert (await list_all(stub))[0].journals == []  # nothing was written
 
 
+@pytest.mark.parametrize("template", ["{{ .__class__ }}", "{{range .Spool}}x{{end}}",
+                                      "{{ .JournalSpec.Name }}/../../escaped"])
+async def test_apply_refuses_a_postfix_template_the_persister_cannot_evaluate(
+        broker: Broker, stub: pb_grpc.JournalStub, template: str) -> None:
+    bad = journal_spec("a/one")
+    bad.fragment.path_postfix_template = template
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Apply(pb.ApplyRequest(changes=[upsert(bad)]))
+    assert (err.value.details() or "").startswith(
+        "changes[0].upsert.fragment.path_postfix_template: ")
+    assert (await list_all(stub))[0].journals == []  # nothing was written
+
+
 async def test_list_pages_by_25_with_routes(broker: Broker, stub: pb_grpc.JournalStub) -> None:
     specs = [journal_spec(f"many/j-{i:03d}") for i in range(30)]
     await stub.Apply(pb.ApplyRequest(changes=[upsert(s) for s in specs]))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gazette_core.testing.etcd import free_port
 
 
@@ -59,3 +61,12 @@ def test_broker_that_lost_its_lease_stops_serving_and_exits_1(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("flag", ["--broker.persist-on-stop-timeout",
+                                  "--broker.http-header-timeout", "--broker.http-idle-timeout",
+                                  "--broker.store-health-sweep", "--broker.store-health-limit"])
+def test_timeouts_and_limits_must_be_positive(flag: str) -> None:
+    proc = gazette("serve", flag, "0")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1].endswith(f"error: {flag} must be positive (got 0)")

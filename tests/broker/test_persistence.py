@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import shutil
 from pathlib import Path
 
 import aetcd
@@ -97,6 +98,21 @@ async def test_restart_continues_after_persisted_content(
         content = b"".join(r.content for r in await read_all(
             stub, pb.ReadRequest(journal="r/journal")))
         assert content == b"before restart\nstill before\nafter restart\n"
+
+
+async def test_stopping_gives_up_persisting_after_the_configured_timeout(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    store_root = tmp_path / "mount"
+    store_root.mkdir()
+    config = broker_config(etcd_server.endpoint, str(tmp_path), persist_on_stop_timeout=1.0)
+    async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
+        await create(stub, journal_spec("stuck/journal", stores=("file:///mount/",)))
+        await append(stub, "stuck/journal", b"never persisted\n")
+        shutil.rmtree(store_root)  # the store's mount went away: every persist now fails
+        async with asyncio.timeout(30):  # the default would keep trying for 300 s
+            await broker.stop()
+    assert "gave up persisting 1 spool(s) after 1s" in caplog.text
 
 
 async def create_wait(stub: pb_grpc.JournalStub, journal: str) -> None:

@@ -165,6 +165,23 @@ def test_invalid_spec_exits_1_naming_the_field_and_applies_nothing(
     assert journals(address, "prefix=apply/bad/") == []
 
 
+def test_a_postfix_template_that_cannot_be_evaluated_is_refused_before_sending(
+        address: str, state_home: Path) -> None:
+    bad = TREE.format(p="apply/postfix").replace(
+        "      compression_codec: NONE\n",
+        "      compression_codec: NONE\n      path_postfix_template: '{{ .__class__ }}'\n")
+
+    proc = gazctl("journals", "apply", "--broker.address", address, input=bad.encode(),
+                  env=isolated_env(state_home))
+
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == (
+        "error: invalid input: children[1].fragment.path_postfix_template: unsupported action "
+        "{{ .__class__ }} in '{{ .__class__ }}': only field chains like "
+        ".Spool.FirstAppendTime.Format\n")
+    assert journals(address, "prefix=apply/postfix/") == []
+
+
 def test_reapplying_a_create_fails_with_transaction_failed(
         address: str, state_home: Path) -> None:
     ok("journals", "apply", "--broker.address", address, input=TREE.format(p="apply/twice"))

@@ -101,7 +101,8 @@ def test_verify_returns_claims_and_any_key_verifies() -> None:
 
 
 def test_hs384_tokens_verify() -> None:
-    token = jwt.encode({"cap": 2, "exp": int(time.time()) + 60}, KEY, algorithm="HS384")
+    now = int(time.time())
+    token = jwt.encode({"cap": 2, "iat": now, "exp": now + 60}, KEY, algorithm="HS384")
 
     assert verify(token, Keys((KEY,)), auth.LIST).capability == 2
 
@@ -114,12 +115,16 @@ def test_hs384_tokens_verify() -> None:
     (jwt.encode({"cap": 8}, KEY, algorithm="HS256"),
      "verifying Authorization: token has invalid claims: token is missing required claim: "
      "exp claim is required"),
+    (jwt.encode({"cap": 8, "exp": int(time.time()) + 3600}, KEY, algorithm="HS256"),
+     "verifying Authorization: token has invalid claims: token is missing required claim: "
+     "iat claim is required"),
     (jwt.encode({"cap": 8, "exp": int(time.time()) + 3600}, KEY * 2, algorithm="HS512"),
      "verifying Authorization: token signature is invalid: signing method is not HS256 or "
      "HS384"),
     ("not.a.token", "verifying Authorization: token is malformed: Invalid header padding"),
     (mint(KEY, auth.LIST), "authorization is missing required READ capability"),
-    (jwt.encode({"cap": -1, "exp": int(time.time()) + 3600}, KEY, algorithm="HS256"),
+    (jwt.encode({"cap": -1, "iat": int(time.time()), "exp": int(time.time()) + 3600}, KEY,
+                algorithm="HS256"),
      "verifying Authorization: invalid claims: cap must be a uint32, not -1"),
 ])
 def test_verify_refusals(token: str, message: str) -> None:

@@ -28,11 +28,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
+
+if TYPE_CHECKING:
+    from gazette_core.broker.fragment.spool import Spool
 
 WHERE = "path_postfix_template"
 # One argument of a method call: a quoted or raw string, or an integer.
@@ -54,11 +56,35 @@ class _Action:
 Parsed = tuple[str | _Action, ...]
 
 
+# The first append time of the sample spool `sample` evaluates templates with.
+SAMPLE_TIME = datetime(2006, 1, 2, 15, 4, 5, 999_999, tzinfo=UTC)
+
+
 def evaluate(template: str, spool: Spool, spec: pb.JournalSpec) -> str:
     """The path postfix `template` gives for `spool` of the journal `spec`."""
+    first = spool.first_append_time
+    when = datetime.fromtimestamp(first, UTC) if first is not None else None
+    return _evaluate(template, _spool_view(spool.fragment, when, spool.registers), spec)
+
+
+def sample(spec: pb.JournalSpec) -> str:
+    """The path postfix of `spec`'s template for a sample spool of the journal.
+
+    Validation runs this so that a template the persister cannot evaluate is
+    refused when applied, not found out when each spool fails to persist.
+    """
+    if not spec.fragment.path_postfix_template:
+        return ""  # The common case, on every spec decoded from Etcd.
+    fragment = pb.Fragment(journal=spec.name, begin=0, end=0,
+                           compression_codec=spec.fragment.compression_codec)
+    return _evaluate(spec.fragment.path_postfix_template,
+                     _spool_view(fragment, SAMPLE_TIME, pb.LabelSet()), spec)
+
+
+def _evaluate(template: str, spool: dict[str, Any], spec: pb.JournalSpec) -> str:
     if not template:
         return ""
-    root = {"Spool": _spool_view(spool), "JournalSpec": _spec_view(spec)}
+    root = {"Spool": spool, "JournalSpec": _spec_view(spec)}
     out = []
     for part in parse(template):
         out.append(part if isinstance(part, str) else _print(_run(part, root), part))
@@ -162,13 +188,12 @@ def _fragment_view(f: pb.Fragment) -> dict[str, Any]:
             "BackingStore": f.backing_store, "ModTime": f.mod_time}
 
 
-def _spool_view(spool: Spool) -> dict[str, Any]:
-    view = _fragment_view(spool.fragment)
-    first = spool.first_append_time
+def _spool_view(fragment: pb.Fragment, first_append_time: datetime | None,
+                registers: pb.LabelSet) -> dict[str, Any]:
+    view = _fragment_view(fragment)
     view["Fragment"] = dict(view)
-    view["FirstAppendTime"] = (datetime.fromtimestamp(first, UTC) if first is not None
-                               else datetime(1, 1, 1, tzinfo=UTC))  # Go's zero time
-    view["Registers"] = _Labels(spool.registers)
+    view["FirstAppendTime"] = first_append_time or datetime(1, 1, 1, tzinfo=UTC)  # Go's zero
+    view["Registers"] = _Labels(registers)
     return view
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from gazette_core.errors import ValidationError
 
@@ -128,6 +128,11 @@ def validate_endpoint(value: str, path: str) -> None:
         raise ValidationError(path, f"{quote(value)} is missing a host")
 
 
+def has_parent_segment(url_path: str) -> bool:
+    """Whether a URL path has a `..` segment (also percent-encoded), which could leave a root."""
+    return any(unquote(segment) == ".." for segment in url_path.split("/"))
+
+
 def validate_store_url(value: str, path: str = "store") -> None:
     """A fragment store URL per its scheme's rules; the URL path must end in `/`."""
     parts = parse_url(value, path)
@@ -147,6 +152,10 @@ def validate_store_url(value: str, path: str = "store") -> None:
         )
     if not parts.path.endswith("/"):
         raise ValidationError(path, f'path of store URL {quote(value)} must end in "/"')
+    if has_parent_segment(parts.path):
+        raise ValidationError(
+            path, f'path of store URL {quote(value)} must not have ".." segments'
+        )
     if parts.scheme == "azure-ad" and len([s for s in parts.path.split("/") if s]) < 2:
         raise ValidationError(
             path,

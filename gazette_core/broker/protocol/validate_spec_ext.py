@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
+from gazette_core.broker.fragment import postfix
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import format_go_nanos, to_nanos
 from gazette_core.broker.protocol.fragment_ext import codec_valid
@@ -25,8 +26,10 @@ from gazette_core.broker.protocol.labels_ext import (
     validate_label_set,
 )
 from gazette_core.broker.protocol.names_ext import (
+    MAX_JOURNAL_NAME_LEN,
     quote,
     validate_journal_name,
+    validate_path_component,
     validate_store_url,
 )
 from gazette_core.errors import ValidationError
@@ -126,6 +129,24 @@ def validate_path_postfix_template(template: str, path: str) -> None:
         pos = end + 2
 
 
+def validate_path_postfix_evaluates(spec: pb.JournalSpec, path: str) -> None:
+    """The template evaluates, for a sample spool of `spec`, to a clean relative path.
+
+    The persister evaluates it on every roll, and a spool whose postfix fails
+    is never persisted; a `..` in the result would leave the journal's prefix.
+    """
+    try:
+        value = postfix.sample(spec)
+    except ValidationError as exc:
+        raise ValidationError(path, exc.reason) from None
+    try:
+        validate_path_component(value, 0, MAX_JOURNAL_NAME_LEN, path)
+    except ValidationError as exc:
+        raise ValidationError(
+            path, f"the postfix it gives for a sample spool is invalid: {exc.reason}"
+        ) from None
+
+
 def _validate_durations(f: pb.JournalSpec.Fragment) -> None:
     refresh = to_nanos(f.refresh_interval)
     if not MIN_REFRESH_NANOS <= refresh <= MAX_REFRESH_NANOS:
@@ -183,6 +204,7 @@ def validate_journal_spec(spec: pb.JournalSpec) -> None:
     validate_spec_labels(spec.labels, "labels")
     with within("fragment"):
         validate_journal_spec_fragment(spec.fragment)
+        validate_path_postfix_evaluates(spec, "path_postfix_template")
     if spec.flags not in VALID_FLAGS:
         raise ValidationError(
             "flags", f"expected flags to be one of 0, 1, 2 or 4 (got {spec.flags})"

@@ -1,5 +1,9 @@
 """File store: fragments as files under `<file_root><url path>` (`file:///<path>/` URLs).
 
+Every file an operation touches must resolve (after `..` and symlinks) below
+the file root: a store URL, a path rewrite or a link inside the root cannot
+reach the rest of the broker's filesystem.
+
 Writes go to a `.partial-*` file beside the target and are renamed into
 place, so a listed file is always complete. The store root itself must
 exist (a missing mount should fail loudly, not fill the root filesystem);
@@ -37,6 +41,7 @@ class FileStore(FragmentStore):
         self.url = url.raw
         self._url = url
         self._rewrite = url.rewrite
+        self.file_root = file_root
         self.root = os.path.join(file_root, url.prefix)
 
     def path_of(self, fragment: pb.Fragment) -> str:
@@ -45,6 +50,18 @@ class FileStore(FragmentStore):
         root = os.path.normpath(self.root)
         if os.path.commonpath([root, os.path.normpath(path)]) != root:
             raise StoreError(f"fragment path {path!r} escapes file store root {self.root!r}")
+        return path
+
+    def _inside(self, path: str) -> str:
+        """`path`, once it resolves (symlinks too) below the file root; else StoreError.
+
+        Checked again by every operation (in its worker thread), since links
+        below the root may change at any time.
+        """
+        root = os.path.realpath(self.file_root)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise StoreError(f"file store {self.url!r}: {path!r} escapes the file root "
+                             f"{self.file_root!r}")
         return path
 
     async def _run(self, what: str, fn: Callable[[], T]) -> T:
@@ -61,7 +78,7 @@ class FileStore(FragmentStore):
     ) -> None:
         # Files carry no Content-Encoding; readers decompress by the codec extension.
         path = self.path_of(fragment)
-        await self._run(f"put {path}", lambda: self._write(path, data))
+        await self._run(f"put {path}", lambda: self._write(self._inside(path), data))
 
     def _write(self, path: str, data: bytes) -> None:
         if not os.path.isdir(self.root):
@@ -83,16 +100,17 @@ class FileStore(FragmentStore):
 
     async def exists(self, fragment: pb.Fragment) -> bool:
         path = self.path_of(fragment)
-        return await self._run(f"stat {path}", lambda: os.path.exists(path))
+        return await self._run(f"stat {path}", lambda: os.path.exists(self._inside(path)))
 
     async def list(self, journal: str) -> list[pb.Fragment]:
         prefix = os.path.join(self.root, self._rewrite.apply(journal + "/"))
-        objects = await self._run(f"list {prefix}", lambda: list(_walk(prefix)))
+        objects = await self._run(f"list {prefix}", lambda: list(_walk(self._inside(prefix))))
         return parse_listing(self.url, journal, objects)
 
     async def open(self, fragment: pb.Fragment) -> AsyncIterator[bytes]:
         path = self.path_of(fragment)
-        handle = await self._run(f"open {path}", lambda: open(path, "rb"))  # noqa: SIM115
+        handle = await self._run(f"open {path}",
+                                 lambda: open(self._inside(path), "rb"))  # noqa: SIM115
         try:
             while chunk := await self._run(f"read {path}", lambda: handle.read(READ_CHUNK)):
                 yield chunk
@@ -101,7 +119,7 @@ class FileStore(FragmentStore):
 
     async def delete(self, fragment: pb.Fragment) -> None:
         path = self.path_of(fragment)
-        await self._run(f"delete {path}", lambda: os.remove(path))
+        await self._run(f"delete {path}", lambda: os.remove(self._inside(path)))
 
     def sign_get(self, fragment: pb.Fragment, ttl_seconds: float) -> str:
         # Unsigned: a client resolves the path below its own file root.

@@ -10,6 +10,7 @@ every URL is served by the file store `file:///` under the file root.
 from __future__ import annotations
 
 import importlib
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +41,10 @@ _LAZY_ADAPTERS = {
     "azure": "gazette_core.broker.stores.azure",
     "azure-ad": "gazette_core.broker.stores.azure",
 }
-_STORES: dict[tuple[str, str, bool], FragmentStore] = {}
+# Most recently used first out: any caller of FragmentStoreHealth can name new
+# URLs, so the cache is bounded (above the default health checker limit).
+_STORES: OrderedDict[tuple[str, str, bool], FragmentStore] = OrderedDict()
+MAX_CACHED_STORES = 2048
 FILE_ONLY_URL = "file:///"
 
 
@@ -59,6 +63,10 @@ def get_store(url: str, file_root: str, file_only: bool = False) -> FragmentStor
     if store is None:
         store = _STORES[key] = (_build_file_only(url, file_root) if file_only
                                 else _build(url, file_root))
+        while len(_STORES) > MAX_CACHED_STORES:
+            _STORES.popitem(last=False)
+    else:
+        _STORES.move_to_end(key)
     return store
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from gazette_core.broker.protocol.names_ext import has_parent_segment
 from gazette_core.errors import ValidationError
 
 # Query parameters every store accepts.
@@ -60,6 +61,8 @@ def parse_store_url(raw: str) -> StoreURL:
         raise ValidationError("store", f"{raw!r} is not an absolute URL")
     if not parts.path.endswith("/"):
         raise ValidationError("store", f"path of store URL {raw!r} must end in '/'")
+    if has_parent_segment(parts.path):
+        raise ValidationError("store", f"path of store URL {raw!r} must not have '..' segments")
     if parts.scheme == "file" and parts.netloc:
         raise ValidationError("store", f"file store URL {raw!r} must not have a host")
     if parts.scheme != "file" and not parts.netloc:

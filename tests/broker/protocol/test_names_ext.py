@@ -149,6 +149,13 @@ def test_validate_store_url_accepts(url: str) -> None:
             'azure-ad store URL "azure-ad://tenant/account/" must name an account and a '
             "container (azure-ad://<tenant>/<account>/<container>/)",
         ),
+        ("file:///../../somewhere/",
+         'path of store URL "file:///../../somewhere/" must not have ".." segments'),
+        ("file:///a/../../b/", 'path of store URL "file:///a/../../b/" must not have ".." '
+                               "segments"),
+        ("file:///a/%2E%2e/", 'path of store URL "file:///a/%2E%2e/" must not have ".." '
+                              "segments"),
+        ("s3://bucket/../", 'path of store URL "s3://bucket/../" must not have ".." segments'),
         (
             "s3://bucket:port/",
             '"s3://bucket:port/" is not a valid URL (Port could not be cast to integer '

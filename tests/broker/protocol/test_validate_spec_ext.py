@@ -187,6 +187,31 @@ SPEC_ERRORS = [
         _set("fragment.path_postfix_template", "x={{ }}"),
         'fragment.path_postfix_template: empty action at index 2 of "x={{ }}"',
     ),
+    (
+        _set("fragment.path_postfix_template", "{{ .__class__ }}"),
+        "fragment.path_postfix_template: unsupported action {{ .__class__ }} in "
+        "'{{ .__class__ }}': only field chains like .Spool.FirstAppendTime.Format",
+    ),
+    (
+        _set("fragment.path_postfix_template", "{{ range .Spool }}x{{ end }}"),
+        "fragment.path_postfix_template: unsupported action {{ range .Spool }} in "
+        "'{{ range .Spool }}x{{ end }}': only field chains like .Spool.FirstAppendTime.Format",
+    ),
+    (
+        _set("fragment.path_postfix_template", "{{ .Spool.Nope }}"),
+        "fragment.path_postfix_template: {{ .Spool.Nope }}: can't evaluate field Nope",
+    ),
+    (
+        _set("fragment.path_postfix_template", "../{{ .JournalSpec.Name }}"),
+        "fragment.path_postfix_template: the postfix it gives for a sample spool is invalid: "
+        '"../examples/journal" must be a clean path (no "//", no "." or ".." segments, no '
+        'trailing "/")',
+    ),
+    (
+        _set("fragment.path_postfix_template",
+             'date={{ .Spool.FirstAppendTime.Format "2006-01-02" }}/{{ .JournalSpec.Name }}'),
+        None,
+    ),
     (_set("flags", 3), "flags: expected flags to be one of 0, 1, 2 or 4 (got 3)"),
     (_set("flags", 8), "flags: expected flags to be one of 0, 1, 2 or 4 (got 8)"),
     (_set("max_append_rate", -1), "max_append_rate: expected max_append_rate >= 0 (got -1)"),

@@ -12,6 +12,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sum_from_hex
 from gazette_core.broker.stores.base import FragmentStore, StoreError
 from gazette_core.broker.stores.fs import FileStore
+from gazette_core.broker.stores.registry import get_store
 from gazette_core.broker.stores.url import parse_store_url
 
 SUM = "0000000000002694000000000000000000000000"
@@ -128,3 +129,49 @@ async def test_find_replace_rewrites_paths(tmp_path: Path) -> None:
 def test_sign_get_is_store_path_url(tmp_path: Path) -> None:
     store = _store(tmp_path)
     assert store.sign_get(_fragment(), 60) == f"file:///fragments/my/journal/{NAME}"
+
+
+@pytest.mark.parametrize("url", ["file:///../outside/", "file:///a/../../outside/",
+                                 "file:///fragments/?find=my/&replace=../../outside/"])
+async def test_urls_leaving_the_file_root_reach_nothing_outside_it(tmp_path: Path,
+                                                                    url: str) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "fragments").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "my" / "journal").mkdir(parents=True)
+    (outside / "my" / "journal" / NAME).write_bytes(b"not the store's")
+    store = get_store(url, str(root))
+    for operation in (store.put(_fragment(), b"data"), _read(store, _fragment()),
+                      store.delete(_fragment())):
+        with pytest.raises(StoreError):
+            await operation
+    assert _files(outside) == [f"my/journal/{NAME}"]
+    assert (outside / "my" / "journal" / NAME).read_bytes() == b"not the store's"
+
+
+async def test_symlinks_out_of_the_file_root_are_not_followed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "fragments").mkdir(parents=True)
+    outside.mkdir()
+    (root / "link").symlink_to(outside)  # a store root that is a link out
+    (root / "fragments" / "my").symlink_to(outside)  # a journal directory that is one
+    (outside / "journal").mkdir()
+    (outside / "journal" / NAME).write_bytes(b"secret")
+    for store in (_store(root, "file:///link/"), _store(root)):
+        with pytest.raises(StoreError) as exc:
+            await store.put(_fragment(), b"data")
+        assert "escapes the file root" in str(exc.value)
+        for operation in (_read(store, _fragment()), store.delete(_fragment()),
+                          store.list("my/journal")):
+            with pytest.raises(StoreError):
+                await operation
+    assert _files(outside) == [f"journal/{NAME}"]
+
+
+async def test_a_file_root_reached_through_a_symlink_works(tmp_path: Path) -> None:
+    (tmp_path / "real" / "fragments").mkdir(parents=True)
+    (tmp_path / "root").symlink_to(tmp_path / "real")
+    store = _store(tmp_path / "root")
+    await store.put(_fragment(), b"data")
+    assert await _read(store, _fragment()) == b"data"
+    assert _files(tmp_path / "real") == [f"fragments/my/journal/{NAME}"]

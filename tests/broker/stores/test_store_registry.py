@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.stores import registry
 from gazette_core.broker.stores.base import StoreError, UnusableStore
 from gazette_core.broker.stores.fs import FileStore
 from gazette_core.broker.stores.memory import MemoryStore
@@ -65,3 +66,14 @@ async def test_bad_urls_build_stores_that_fail_every_operation(url: str, reason:
     with pytest.raises(StoreError) as exc:
         store.sign_get(FRAGMENT, 60)
     assert str(exc.value) == expected
+
+
+def test_the_cache_keeps_only_the_most_recently_used_stores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "MAX_CACHED_STORES", 3)
+    monkeypatch.setattr(registry, "_STORES", registry._STORES.__class__())
+    first = get_store("file:///first/", str(tmp_path))
+    for i in range(5):
+        get_store(f"file:///other-{i}/", str(tmp_path))
+        assert get_store("file:///first/", str(tmp_path)) is first  # in use: kept
+    assert len(registry._STORES) == 3
