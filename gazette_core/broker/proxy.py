@@ -14,11 +14,16 @@ import grpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.resolver import Resolution
-from gazette_core.errors import GazetteError
+from gazette_core.errors import CodedError, GazetteError
 from gazette_core.server import auth
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
+
+
+_TRANSIENT = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+)
 
 
 class ProxyError(GazetteError):
@@ -43,8 +48,15 @@ def read_target(broker: Broker, res: Resolution) -> pb.ProcessSpec.ID:
     return members[res.route.primary] if res.route.primary >= 0 else members[0]
 
 
-def _error(exc: grpc.aio.AioRpcError, what: str) -> ProxyError:
-    return ProxyError(f"proxying {what}: {exc.code().name}: {exc.details()}")
+def _error(exc: grpc.aio.AioRpcError, what: str) -> GazetteError:
+    """The error relaying a failed proxied call.
+
+    Only transport trouble is retriable; whatever the peer answered itself
+    (a protocol error, a refusal) keeps its code and text, as Go relays it.
+    """
+    if exc.code() in _TRANSIENT:
+        return ProxyError(f"proxying {what}: {exc.code().name}: {exc.details()}")
+    return CodedError(exc.code().name, exc.details() or f"proxying {what}: {exc.code().name}")
 
 
 async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
