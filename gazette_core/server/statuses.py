@@ -42,6 +42,13 @@ def one_line(message: str) -> str:
     return truncated(" ".join(message.split()), MAX_MESSAGE)
 
 
+def describe(exc: BaseException) -> str:
+    """`exc` for a message: a failed call's code and details, never its multi-line repr."""
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return one_line(f"{exc.code().name}: {exc.details() or ''}")
+    return one_line(str(exc)) or "failed"
+
+
 def backing_code(code: grpc.StatusCode) -> grpc.StatusCode:
     """The code to answer when a call to a backing service failed with `code`."""
     if code in _TRANSIENT:
@@ -75,7 +82,7 @@ def _classify(exc: Exception) -> tuple[grpc.StatusCode, str]:
         return unknown, str(exc)
     if isinstance(exc, grpc.aio.AioRpcError):
         code = backing_code(exc.code())
-        return code, f"backing call failed with {exc.code().name}: {exc.details() or ''}"
+        return code, f"backing call failed with {describe(exc)}"
     if isinstance(exc, (etcd_errors.ConnectionFailedError, etcd_errors.ConnectionTimeoutError)):
         return grpc.StatusCode.UNAVAILABLE, f"Etcd is unavailable: {exc}"
     if isinstance(exc, OSError) and exc.errno in _DISK_FULL:

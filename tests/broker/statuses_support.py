@@ -16,7 +16,7 @@ from gazette_core.keyspace.etcd_util import connect
 from gazette_core.testing.etcd import ETCD_BINARY, HOST, free_port
 
 # What a status message must never carry: Python internals and multi-line dumps.
-LEAKS = ("class", "Traceback", "debug_error_string", "AioRpcError", "\n")
+LEAKS = ("class", "Traceback", "debug_error_string", "AioRpcError", "Error(", "\n")
 
 
 async def rpc_error(call: Awaitable[object]) -> grpc.aio.AioRpcError:

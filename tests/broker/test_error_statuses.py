@@ -137,3 +137,17 @@ async def test_a_proxied_protocol_error_keeps_its_code(cluster: Cluster) -> None
     err = await rpc_error(proxy.Append(iter(msgs)))
     assert_clean(err, grpc.StatusCode.UNKNOWN,
                  "append stream: expected EOF after empty Content chunk")
+
+
+async def test_a_failed_replica_is_described_without_python_internals(cluster: Cluster) -> None:
+    await create(cluster.stubs[0], journal_spec("p/journal", replication=2))
+    route = await settled_route(cluster, "p/journal", 2)
+    primary = cluster.stub_of(route.members[route.primary])
+    assert (await append(primary, "p/journal", b"synced")).status == pb.OK
+    replica = next(b for b in cluster.brokers
+                   if b.process_id == route.members[1 - route.primary])
+    await replica.server.stop(0)  # its Replicate streams end; the route stays
+    err = await rpc_error(append(primary, "p/journal", b"lost"))
+    details = err.details() or ""
+    assert details.startswith("replication pipeline of p/journal: "), details
+    assert_clean(err, grpc.StatusCode.UNAVAILABLE, details)
