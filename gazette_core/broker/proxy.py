@@ -7,6 +7,7 @@ wait for the revision we resolved at. Responses are relayed unchanged.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -67,15 +68,27 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
     head.CopyFrom(first)
     head.header.CopyFrom(res.header)
 
+    refused: list[GazetteError] = []
+
     async def relay() -> AsyncIterator[pb.AppendRequest]:
         yield head
-        async for req in requests:
-            yield req
+        try:
+            async for req in requests:
+                yield req
+        except GazetteError as exc:
+            # The client's own stream failed (e.g. an undecodable message): gRPC
+            # would leave the upstream call open, so end it, rolling the append back.
+            refused.append(exc)
+            call.cancel()
 
+    call = stub.Append(relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
     try:
-        resp: pb.AppendResponse = await stub.Append(
-            relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
-    except grpc.aio.AioRpcError as exc:
+        resp: pb.AppendResponse = await call
+    except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
+        if refused:
+            raise refused[0] from None
+        if isinstance(exc, asyncio.CancelledError):
+            raise
         raise _error(exc, f"Append of {res.journal}") from None
     return resp
 

@@ -6,6 +6,7 @@ an unexpected failure is INTERNAL for the client and one traceback in the log.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 from collections.abc import AsyncIterator
@@ -28,6 +29,10 @@ from tests.broker.support import append, create
 def upserts(*names: str) -> pb.ApplyRequest:
     return pb.ApplyRequest(changes=[pb.ApplyRequest.Change(upsert=journal_spec(n))
                                     for n in names])
+
+
+def raw(data: bytes) -> bytes:
+    return data
 
 
 def raw_channel(broker: Broker) -> grpc.aio.Channel:
@@ -80,9 +85,6 @@ async def test_undecodable_requests_are_invalid_argument_without_traceback(
         broker: Broker, stub: pb_grpc.JournalStub, caplog: pytest.LogCaptureFixture) -> None:
     await create(stub, journal_spec("a/journal"))
 
-    def raw(data: bytes) -> bytes:
-        return data
-
     async with raw_channel(broker) as channel:
         apply = channel.unary_unary("/protocol.Journal/Apply", request_serializer=raw,
                                     response_deserializer=raw)
@@ -98,6 +100,22 @@ async def test_undecodable_requests_are_invalid_argument_without_traceback(
     assert tracebacks(caplog) == []
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) <= 2, [r.getMessage() for r in warnings]
+
+
+async def test_an_undecodable_message_through_a_proxy_is_refused_at_once(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    await create(cluster.stubs[0], journal_spec("p/journal"))
+    route = await settled_route(cluster, "p/journal", 1)
+    proxy = next(b for b in cluster.brokers if b.process_id != route.members[0])
+    async with raw_channel(proxy) as channel:
+        append_ = channel.stream_unary("/protocol.Journal/Append", request_serializer=raw,
+                                       response_deserializer=raw)
+        first = pb.AppendRequest(journal="p/journal").SerializeToString()
+        async with asyncio.timeout(10):  # it used to hang until the client gave up
+            err = await rpc_error(append_(iter([first, b"\x0a\xff"])))
+    assert_clean(err, grpc.StatusCode.INVALID_ARGUMENT,
+                 "undecodable request message for /protocol.Journal/Append")
+    assert tracebacks(caplog) == []
 
 
 async def test_unexpected_failure_is_internal_and_logged_once(
