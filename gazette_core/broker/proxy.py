@@ -17,14 +17,10 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.resolver import Resolution
 from gazette_core.errors import CodedError, GazetteError
 from gazette_core.server import auth
+from gazette_core.server.statuses import TRANSIENT
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
-
-
-_TRANSIENT = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-)
 
 
 class ProxyError(GazetteError):
@@ -55,7 +51,7 @@ def _error(exc: grpc.aio.AioRpcError, what: str) -> GazetteError:
     Only transport trouble is retriable; whatever the peer answered itself
     (a protocol error, a refusal) keeps its code and text, as Go relays it.
     """
-    if exc.code() in _TRANSIENT:
+    if exc.code() in TRANSIENT:
         return ProxyError(f"proxying {what}: {exc.code().name}: {exc.details()}")
     return CodedError(exc.code().name, exc.details() or f"proxying {what}: {exc.code().name}")
 

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # Well under gRPC's 8 KiB metadata limit, with room for other trailers.
 MAX_MESSAGE = 1024
 # Codes of a backing call that a retry may cure; clients see UNAVAILABLE.
-_TRANSIENT = frozenset(
+TRANSIENT = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 )
 # Codes of a backing call that describe the request itself, relayed as they are.
@@ -51,7 +51,7 @@ def describe(exc: BaseException) -> str:
 
 def backing_code(code: grpc.StatusCode) -> grpc.StatusCode:
     """The code to answer when a call to a backing service failed with `code`."""
-    if code in _TRANSIENT:
+    if code in TRANSIENT:
         return grpc.StatusCode.UNAVAILABLE
     return code if code in _RELAYED else grpc.StatusCode.INTERNAL
 
