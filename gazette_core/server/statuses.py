@@ -11,6 +11,7 @@ line, short enough for gRPC's metadata limit.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 from typing import Any, TypeAlias
@@ -92,6 +93,15 @@ def _classify(exc: Exception) -> tuple[grpc.StatusCode, str]:
 
 
 async def abort(context: Context, exc: Exception, method: str) -> None:
-    """End the RPC with the status answering `exc` (raises, as `context.abort` does)."""
+    """End the RPC with the status answering `exc` (raises, as `context.abort` does).
+
+    Once the RPC is over (the client cancelled, or its deadline passed) no
+    status can reach the client: the handler ends as cancelled, which gRPC
+    takes quietly, and only a failure of the broker itself is logged.
+    """
+    if context.done() and isinstance(exc, (GazetteError, grpc.aio.BaseError)):
+        raise asyncio.CancelledError
     code, message = status_of(exc, method)
+    if context.done():
+        raise asyncio.CancelledError
     await context.abort(code, message)

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import grpc
 import pytest
 
-from gazette_core.broker import servicer
+from gazette_core.broker import metrics, servicer
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
@@ -115,6 +115,21 @@ async def test_an_undecodable_message_through_a_proxy_is_refused_at_once(
             err = await rpc_error(append_(iter([first, b"\x0a\xff"])))
     assert_clean(err, grpc.StatusCode.INVALID_ARGUMENT,
                  "undecodable request message for /protocol.Journal/Append")
+    assert tracebacks(caplog) == []
+
+
+async def test_a_client_that_goes_away_mid_append_costs_no_traceback(
+        broker: Broker, stub: pb_grpc.JournalStub, caplog: pytest.LogCaptureFixture) -> None:
+    await create(stub, journal_spec("a/journal"))
+    failed = ("Append", metrics.RPC_ERROR)
+    before = metrics.JOURNAL_SERVER_COMPLETED.values.get(failed, 0.0)
+    call = stub.Append()
+    await call.write(pb.AppendRequest(journal="a/journal"))
+    await call.write(pb.AppendRequest(content=b"partial"))
+    call.cancel()
+    async with asyncio.timeout(10):  # until the broker's handler has ended
+        while metrics.JOURNAL_SERVER_COMPLETED.values.get(failed, 0.0) == before:
+            await asyncio.sleep(0.01)
     assert tracebacks(caplog) == []
 
 

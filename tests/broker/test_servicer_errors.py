@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 from typing import Any
 
@@ -14,7 +15,7 @@ from gazette_core.broker import servicer
 from gazette_core.broker.append_stream import AppendStreamError
 from gazette_core.broker.pipeline import PipelineError
 from gazette_core.broker.proxy import ProxyError
-from gazette_core.server.statuses import MAX_MESSAGE, status_of
+from gazette_core.server.statuses import MAX_MESSAGE, abort, status_of
 
 Code = grpc.StatusCode
 
@@ -24,9 +25,13 @@ class Aborted(Exception):
 
 
 class RecordingContext:
-    def __init__(self) -> None:
+    def __init__(self, done: bool = False) -> None:
         self.code: grpc.StatusCode | None = None
         self.details = ""
+        self.over = done
+
+    def done(self) -> bool:
+        return self.over
 
     async def abort(self, code: grpc.StatusCode, details: str) -> Any:
         self.code, self.details = code, details
@@ -44,6 +49,18 @@ async def test_abort_code_follows_whether_the_error_is_retriable(
     with pytest.raises(Aborted):
         await servicer._abort(context, error)  # type: ignore[arg-type]
     assert (context.code, context.details) == (code, str(error))
+
+
+@pytest.mark.parametrize("error", [
+    AppendStreamError("unexpected EOF"),
+    grpc.aio.InternalError("sending the status failed"),  # the client went away meanwhile
+])
+async def test_an_rpc_that_is_over_ends_quietly(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    context = RecordingContext(done=True)
+    with pytest.raises(asyncio.CancelledError):
+        await abort(context, error, "/protocol.Journal/Append")  # type: ignore[arg-type]
+    assert (context.code, caplog.records) == (None, [])
 
 
 def rpc_error(code: grpc.StatusCode, details: str) -> AioRpcError:
