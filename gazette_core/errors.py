@@ -23,6 +23,21 @@ RETRIABLE_STATUSES = frozenset(
 )
 
 
+# Inputs echoed in messages are cut to this many characters: a whole 10 KB
+# journal name would push a gRPC status past the metadata limit.
+ECHO_LIMIT = 100
+
+
+def elision(text: str) -> str:
+    """What follows the shown part of a cut `text`: its whole size."""
+    return f"... ({len(text.encode('utf-8', 'replace'))} bytes)"
+
+
+def truncated(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text`, or its first `limit` characters and its size, for echoing in messages."""
+    return text if len(text) <= limit else text[:limit] + elision(text)
+
+
 class GazetteError(Exception):
     """Base of every error the library raises on purpose."""
 
@@ -59,6 +74,15 @@ class StatusError(GazetteError):
         name = pb.Status.Name(cast("pb.Status.ValueType", status)) if known else str(status)
         where = f" (journal {journal!r})" if journal else ""
         super().__init__(f"{name}{where}" + (f": {detail}" if detail else ""))
+
+
+class CodedError(GazetteError):
+    """A failure a broker answers with gRPC code `grpc_code` (a StatusCode name)."""
+
+    def __init__(self, grpc_code: str, message: str) -> None:
+        self.grpc_code = grpc_code
+        self.retriable = grpc_code == "UNAVAILABLE"
+        super().__init__(message)
 
 
 class UnavailableError(GazetteError):

@@ -19,8 +19,9 @@ from gazette_core.broker.pipeline import Acknowledgement, Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
 from gazette_core.broker.protocol.labels_ext import subtract_label_sets, union_label_sets
+from gazette_core.broker.protocol.validate_ext import validate_append_request
 from gazette_core.broker.resolver import Resolution
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, ValidationError
 
 _Suspend = pb.AppendRequest
 NO_CONTENT_MODES = (_Suspend.SUSPEND_IF_FLUSHED, _Suspend.SUSPEND_NOW, _Suspend.SUSPEND_KEEP)
@@ -103,8 +104,7 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
     writable = may_write(pln.replica.spec)
     rate = _MinRate()
     while (req := await rate.next(requests)) is not None:
-        if req.journal or req.HasField("header") or req.offset or req.suspend:
-            raise AppendStreamError("expected only Content in follow-up AppendRequests")
+        _check_follow_up(req)
         if not req.content:
             if await rate.next(requests) is not None:
                 raise AppendStreamError("expected EOF after empty Content chunk")
@@ -117,6 +117,16 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
         rate.received += len(req.content)
         chunks += 1
     raise AppendStreamError("unexpected EOF")
+
+
+def _check_follow_up(req: pb.AppendRequest) -> None:
+    """Refuse a follow-up carrying any field but content (options belong to the first)."""
+    if req.journal:
+        raise AppendStreamError("expected only Content in follow-up AppendRequests")
+    try:
+        validate_append_request(req)
+    except ValidationError as exc:
+        raise AppendStreamError(exc.reason) from None
 
 
 class _MinRate:

@@ -27,6 +27,7 @@ import grpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
+from gazette_core.server.statuses import describe
 
 if TYPE_CHECKING:
     from gazette_core.broker.replica import Replica
@@ -142,7 +143,7 @@ class Pipeline:
         failed = [e for t in tasks if t in done and (e := t.exception()) is not None]
         if not pending and not failed:
             return [t.result() for t in tasks]
-        err = self._fail(f"{what}: {failed[0]!r}" if failed
+        err = self._fail(f"{what}: {describe(failed[0])}" if failed
                          else f"{what}: no answer within {self.ack_timeout:g}s")
         self._break(tasks, err)
         unexpected = [e for e in failed
@@ -185,7 +186,7 @@ class Pipeline:
             peers = await self.gather()
         except BaseException as exc:
             err = exc if isinstance(exc, PipelineError) else PipelineError(
-                f"replication pipeline of {self.replica.journal}: {exc!r}")
+                f"replication pipeline of {self.replica.journal}: {describe(exc)}")
             if isinstance(exc, asyncio.CancelledError):
                 err = self._fail("cancelled while reading acknowledgements")
             for pending in self._unanswered:

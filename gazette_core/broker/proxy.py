@@ -7,6 +7,7 @@ wait for the revision we resolved at. Responses are relayed unchanged.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -14,8 +15,9 @@ import grpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.resolver import Resolution
-from gazette_core.errors import GazetteError
+from gazette_core.errors import CodedError, GazetteError
 from gazette_core.server import auth
+from gazette_core.server.statuses import TRANSIENT
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -43,8 +45,15 @@ def read_target(broker: Broker, res: Resolution) -> pb.ProcessSpec.ID:
     return members[res.route.primary] if res.route.primary >= 0 else members[0]
 
 
-def _error(exc: grpc.aio.AioRpcError, what: str) -> ProxyError:
-    return ProxyError(f"proxying {what}: {exc.code().name}: {exc.details()}")
+def _error(exc: grpc.aio.AioRpcError, what: str) -> GazetteError:
+    """The error relaying a failed proxied call.
+
+    Only transport trouble is retriable; whatever the peer answered itself
+    (a protocol error, a refusal) keeps its code and text, as Go relays it.
+    """
+    if exc.code() in TRANSIENT:
+        return ProxyError(f"proxying {what}: {exc.code().name}: {exc.details()}")
+    return CodedError(exc.code().name, exc.details() or f"proxying {what}: {exc.code().name}")
 
 
 async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
@@ -55,15 +64,27 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
     head.CopyFrom(first)
     head.header.CopyFrom(res.header)
 
+    refused: list[GazetteError] = []
+
     async def relay() -> AsyncIterator[pb.AppendRequest]:
         yield head
-        async for req in requests:
-            yield req
+        try:
+            async for req in requests:
+                yield req
+        except GazetteError as exc:
+            # The client's own stream failed (e.g. an undecodable message): gRPC
+            # would leave the upstream call open, so end it, rolling the append back.
+            refused.append(exc)
+            call.cancel()
 
+    call = stub.Append(relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
     try:
-        resp: pb.AppendResponse = await stub.Append(
-            relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
-    except grpc.aio.AioRpcError as exc:
+        resp: pb.AppendResponse = await call
+    except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
+        if refused:
+            raise refused[0] from None
+        if isinstance(exc, asyncio.CancelledError):
+            raise
         raise _error(exc, f"Append of {res.journal}") from None
     return resp
 

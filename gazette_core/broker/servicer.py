@@ -2,7 +2,8 @@
 
 Each method delegates to its `*_api` module. Validation failures and protocol
 misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do;
-retriable failures (peers, proxies) as UNAVAILABLE.
+retriable failures (peers, proxies) as UNAVAILABLE; `server.statuses` has the
+whole mapping, and `StatusInterceptor` answers anything else that escapes.
 """
 
 from __future__ import annotations
@@ -23,22 +24,17 @@ from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.read_api import serve_read
 from gazette_core.broker.replicate_api import serve_replicate
 from gazette_core.errors import GazetteError
+from gazette_core.server.statuses import abort
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+SERVICE = "/protocol.Journal"
 
 
 async def _abort(context: Context, exc: Exception) -> None:
-    # Transient trouble (a peer or proxy target went away, a broken replication
-    # pipeline) is UNAVAILABLE so that clients retry; everything else is the
-    # caller's mistake, answered as Go does.
-    retriable = isinstance(exc, GazetteError) and exc.retriable
-    code = grpc.StatusCode.UNAVAILABLE if retriable else grpc.StatusCode.UNKNOWN
-    if (named := getattr(exc, "grpc_code", None)) is not None:
-        code = grpc.StatusCode[named]  # e.g. an Apply outside the authorization's selector
-    await context.abort(code, str(exc))
+    await abort(context, exc, SERVICE)
 
 
 def _cancel_when_rpc_ends(context: Context) -> asyncio.Event:

@@ -26,6 +26,21 @@ _UNITS = {
 }
 
 
+def validate_duration(d: Duration, path: str) -> None:
+    """A well-formed protobuf Duration that fits Go's time.Duration (int64 nanoseconds).
+
+    Go brokers fail to decode anything longer (about 292 years) or malformed.
+    """
+    if not -NANOS_PER_SECOND < d.nanos < NANOS_PER_SECOND:
+        raise ValidationError(path, f"expected -999999999 <= nanos <= 999999999 (got {d.nanos})")
+    if (d.seconds < 0 < d.nanos) or (d.nanos < 0 < d.seconds):
+        raise ValidationError(
+            path, f"seconds {d.seconds} and nanos {d.nanos} must have the same sign")
+    if not -_MAX_NANOS - 1 <= to_nanos(d) <= _MAX_NANOS:
+        raise ValidationError(
+            path, f"{d.seconds}s exceeds the longest duration, {format_go_nanos(_MAX_NANOS)}")
+
+
 def to_nanos(d: Duration) -> int:
     """Total nanoseconds of a Duration."""
     return d.seconds * NANOS_PER_SECOND + d.nanos

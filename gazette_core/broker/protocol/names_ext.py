@@ -12,7 +12,7 @@ import json
 import unicodedata
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from gazette_core.errors import ValidationError
+from gazette_core.errors import ECHO_LIMIT, ValidationError, elision
 
 TOKEN_SYMBOLS = "-_+/."
 PATH_SYMBOLS = TOKEN_SYMBOLS + "=%"
@@ -23,8 +23,9 @@ META_SEPARATOR = ";"
 
 
 def quote(value: str) -> str:
-    """`value` double-quoted with escapes, for error messages."""
-    return json.dumps(value, ensure_ascii=False)
+    """`value` double-quoted with escapes, and cut short if long, for error messages."""
+    text = json.dumps(value[:ECHO_LIMIT], ensure_ascii=False)
+    return text if len(value) <= ECHO_LIMIT else text + elision(value)
 
 
 def is_allowed_char(ch: str, symbols: str) -> bool:

@@ -11,7 +11,11 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.durations_ext import format_duration, to_nanos
+from gazette_core.broker.protocol.durations_ext import (
+    format_duration,
+    to_nanos,
+    validate_duration,
+)
 from gazette_core.broker.protocol.fragment_ext import validate_fragment
 from gazette_core.broker.protocol.labels_ext import (
     META_PREFIX,
@@ -341,6 +345,8 @@ def validate_fragments_request(msg: pb.FragmentsRequest) -> None:
             "next_page_token", f"expected next_page_token >= 0 (got {msg.next_page_token})"
         )
     expect_range(msg.page_limit, 0, MAX_PAGE_LIMIT, "page_limit")
+    if msg.HasField("signatureTTL"):
+        validate_duration(msg.signatureTTL, "signatureTTL")
     if msg.HasField("signatureTTL") and to_nanos(msg.signatureTTL) <= 0:
         raise ValidationError(
             "signatureTTL",

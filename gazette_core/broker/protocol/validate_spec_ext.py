@@ -13,7 +13,11 @@ from urllib.parse import urlsplit
 
 from gazette_core.broker.fragment import postfix
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.durations_ext import format_go_nanos, to_nanos
+from gazette_core.broker.protocol.durations_ext import (
+    format_go_nanos,
+    to_nanos,
+    validate_duration,
+)
 from gazette_core.broker.protocol.fragment_ext import codec_valid
 from gazette_core.broker.protocol.labels_ext import (
     CONTENT_TYPE,
@@ -148,6 +152,8 @@ def validate_path_postfix_evaluates(spec: pb.JournalSpec, path: str) -> None:
 
 
 def _validate_durations(f: pb.JournalSpec.Fragment) -> None:
+    for field in ("refresh_interval", "retention", "flush_interval"):
+        validate_duration(getattr(f, field), field)
     refresh = to_nanos(f.refresh_interval)
     if not MIN_REFRESH_NANOS <= refresh <= MAX_REFRESH_NANOS:
         raise ValidationError(

@@ -16,6 +16,7 @@ from gazette_core.broker.protocol.durations_ext import (
     parse_go_nanos,
     to_nanos,
     to_seconds,
+    validate_duration,
 )
 from gazette_core.errors import ValidationError
 
@@ -114,3 +115,24 @@ def test_duration_message_conversions() -> None:
 @pytest.mark.parametrize("text", ["0s", "1.5s", "1m0s", "720h0m0s", "500ms", "2\u00b5s", "9ns"])
 def test_format_parse_round_trip(text: str) -> None:
     assert format_go_nanos(parse_go_nanos(text)) == text
+
+
+@pytest.mark.parametrize(("seconds", "nanos"), [
+    (0, 0), (5, 999_999_999), (-5, -999_999_999), (9_223_372_036, 854_775_807),
+    (-9_223_372_036, -854_775_808)])
+def test_validate_duration_accepts_what_fits_go_time_duration(seconds: int, nanos: int) -> None:
+    validate_duration(Duration(seconds=seconds, nanos=nanos), "d")
+
+
+@pytest.mark.parametrize(("seconds", "nanos", "reason"), [
+    (0, 1_000_000_000, "expected -999999999 <= nanos <= 999999999 (got 1000000000)"),
+    (0, -1_000_000_000, "expected -999999999 <= nanos <= 999999999 (got -1000000000)"),
+    (1, -1, "seconds 1 and nanos -1 must have the same sign"),
+    (9_223_372_036, 854_775_808,
+     "9223372036s exceeds the longest duration, 2562047h47m16.854775807s"),
+])
+def test_validate_duration_refuses_malformed_and_overlong(
+        seconds: int, nanos: int, reason: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        validate_duration(Duration(seconds=seconds, nanos=nanos), "d")
+    assert str(info.value) == f"d: {reason}"
