@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from gazette_core.broker import suspension
+from gazette_core.broker.append_queue import await_follow_up, pipeline_turn
 from gazette_core.broker.append_stream import (
     NO_CONTENT_MODES,
     AppendStreamError,
@@ -45,10 +46,11 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
     if first is None:
         raise AppendStreamError("unexpected EOF")
     validate_append_request(first)
-    content = False
-    if first.suspend in NO_CONTENT_MODES:
-        # Known before any suspension is written, so that bad input changes nothing.
-        requests, content = await _peek_content(requests)
+    # Before any queueing for the pipeline: an idle client must delay nobody.
+    requests, second = await await_follow_up(requests)
+    # Known before any suspension is written, so that bad input changes nothing.
+    content = (first.suspend in NO_CONTENT_MODES and second is not None
+               and bool(second.content))
     while True:
         res = await broker.resolve_for_append(first)
         if res.status != pb.OK:
@@ -64,20 +66,6 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
             return await _await_commit(*outcome)
 
 
-async def _peek_content(requests: AsyncIterator[pb.AppendRequest]
-                        ) -> tuple[AsyncIterator[pb.AppendRequest], bool]:
-    """Whether the message after the first carries content; the stream, unchanged."""
-    second = await next_request(requests)
-
-    async def replay() -> AsyncIterator[pb.AppendRequest]:
-        if second is not None:
-            yield second
-        async for req in requests:
-            yield req
-
-    return replay(), second is not None and bool(second.content)
-
-
 async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRequest,
                              requests: AsyncIterator[pb.AppendRequest]
                              ) -> pb.AppendResponse | tuple[Pipeline, PendingCommit] | None:
@@ -88,7 +76,7 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
     """
     replica = res.replica
     assert replica is not None  # resolve_for_append guarantees a local primary
-    async with replica.pipeline_lock:
+    async with pipeline_turn(replica, broker.config.max_append_queue):
         # Health first: an unusable store never completes a first listing.
         refusal = await _await_store_health(broker, res)
         if refusal is not None:

@@ -34,6 +34,7 @@ class BrokerConfig:
     peer_cert_key_file: str = ""
     peer_ca_file: str = ""
     auto_suspend: bool = False
+    max_append_queue: int = 32
 
     @property
     def suffix(self) -> str:
@@ -83,6 +84,9 @@ FLAGS: list[tuple[str, str, type, str, str]] = [
      "PEM CA bundle that verifies peer brokers (default: the system pool)"),
     ("--broker.auto-suspend", "auto_suspend", bool, "BROKER_AUTO_SUSPEND",
      "Suspend journals whose pulse saw no change for 15 intervals"),
+    ("--broker.max-append-queue", "max_append_queue", int, "BROKER_MAX_APPEND_QUEUE",
+     "Appends that may wait for one journal's pipeline; more are refused with "
+     "UNAVAILABLE, which clients retry (0: no limit)"),
 ]
 
 
