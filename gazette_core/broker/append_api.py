@@ -22,6 +22,7 @@ from gazette_core.broker.append_stream import (
     next_request,
     stream_and_commit,
 )
+from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
@@ -90,6 +91,9 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
                 outcome = await _append_locked(broker, pipeline, res, first, requests)
             except PipelineError:
                 await replica.close_pipeline()  # the next append builds a new one
+                raise
+            except SpoolFullError:
+                await _roll_full_spool(pipeline)
                 raise
             if outcome is None or isinstance(outcome, pb.AppendResponse):
                 return outcome
@@ -169,11 +173,24 @@ async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendReq
 
 
 async def _maybe_roll(pln: Pipeline) -> None:
-    """Roll before new content: empty spool, over-length, flush bucket, or first fragment."""
+    """Roll before new content: empty spool, over-length, flush bucket, first fragment or full."""
     replica = pln.replica
     spool, spec = replica.spool, replica.spec
     length = spool.content_length()
     first_fragment = length > 0 and spool.fragment.begin == replica.index.begin_offset
     if (length == 0 or length > spec.fragment.length or replica.flush_due()
-            or first_fragment):
+            or first_fragment or spool.full):
         await pln.roll(spool.fragment.end, spec.fragment.compression_codec)
+
+
+async def _roll_full_spool(pln: Pipeline) -> None:
+    """Roll at once after a full disk: the rolled content persists and its file frees its space.
+
+    Failing that, the next append rolls first (the spool stays marked full).
+    """
+    try:
+        await _maybe_roll(pln)
+    except PipelineError:
+        await pln.replica.close_pipeline()
+    except SpoolFullError:
+        pass  # not even an empty spool file fits
