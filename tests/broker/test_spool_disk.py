@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -92,9 +92,8 @@ def spec(replication: int = 1) -> pb.JournalSpec:
     return journal_spec(JOURNAL, length=64 << 20, replication=replication)
 
 
-async def start_journal(stub: pb_grpc.JournalStub, *specs: pb.JournalSpec) -> bytes:
-    """Create the journal and append past the first-fragment roll; the content so far."""
-    await create(stub, *specs)
+async def start_journal(stub: pb_grpc.JournalStub) -> bytes:
+    """Append past the first-fragment roll of a new journal; the content so far."""
     first = await append(stub, JOURNAL, b"p")
     second = await append(stub, JOURNAL, b"a" * (256 << 10))  # rolls the first fragment
     assert second.commit.begin == first.commit.end == 1
@@ -108,7 +107,8 @@ async def test_spool_files_close_once_persisted(etcd: aetcd.Client, etcd_server:
     root.mkdir()
     config = broker_config(etcd_server.endpoint, str(root), spool_dir=str(spools))
     async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
-        await start_journal(stub, spec())
+        await create(stub, spec())
+        await start_journal(stub)
         await until(lambda: len(persisted(root)) == 1, "the first fragment persisted")
         # Only the live spool stays open: the persisted one's space is free again.
         await until(lambda: len(open_files_in(spools)) == 1, "one open spool file")
@@ -121,7 +121,8 @@ async def test_full_spool_disk_refuses_the_append_and_rolls_the_spool(
     root.mkdir()
     config = broker_config(etcd_server.endpoint, str(root), spool_dir=str(spools))
     async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub:
-        before = await start_journal(stub, spec())
+        await create(stub, spec())
+        before = await start_journal(stub)
         await until(lambda: len(open_files_in(spools)) == 1, "the first fragment's file closed")
         fill(spools)
 
@@ -159,30 +160,83 @@ async def pair(etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path,
         yield Cluster(stack, brokers, stubs), dirs
 
 
-async def test_full_spool_disk_of_a_replica_refuses_the_append(
-        pair: tuple[Cluster, list[Path]]) -> None:
-    cluster, dirs = pair
-    stub = cluster.stubs[0]
-    before = await start_journal(stub, spec(replication=2))
-    route = await settled_route(cluster, JOURNAL, 2)
-    primary = cluster.stub_of(route.members[route.primary])
-    replica_dir = dirs[1 - [b.process_id for b in cluster.brokers].index(
-        route.members[route.primary])]
-    filler = fill(replica_dir)
+async def replicated_journal(cluster: Cluster) -> pb.Route:
+    """Create the journal on both brokers; its route once both have it."""
+    await create(cluster.stubs[0], spec(replication=2))
+    return await settled_route(cluster, JOURNAL, 2)
 
+
+def replica_dir(cluster: Cluster, dirs: list[Path], route: pb.Route) -> Path:
+    """The spool directory of the route's member that is not its primary."""
+    ids = [b.process_id for b in cluster.brokers]
+    return dirs[1 - ids.index(route.members[route.primary])]
+
+
+async def test_replica_closes_spool_files_the_primary_persisted(
+        pair: tuple[Cluster, list[Path]], tmp_path: Path) -> None:
+    cluster, dirs = pair
+    route = await replicated_journal(cluster)
+    await start_journal(cluster.stub_of(route.members[route.primary]))
+    await until(lambda: len(persisted(tmp_path / "root")) == 1, "the first fragment persisted")
+    # The replica held it back as a safety net; once listed, its file closes.
+    await until(lambda: len(open_files_in(replica_dir(cluster, dirs, route))) == 1,
+                "one open spool file at the replica")
+
+
+async def append_failing_mid_stream(cluster: Cluster, route: pb.Route) -> grpc.aio.AioRpcError:
+    """An append whose primary learns of the replica's failure before the commit."""
+    primary = route.members[route.primary]
+    broker = cluster.brokers[[b.process_id for b in cluster.brokers].index(primary)]
+    call = cluster.stub_of(primary).Append()
+    await call.write(pb.AppendRequest(journal=JOURNAL))
+    await call.write(pb.AppendRequest(content=b"b" * (128 << 10)))
+
+    def replica_stream_ended() -> bool:
+        pipeline = broker.resolver.replicas[JOURNAL].pipeline
+        return pipeline is not None and pipeline.peers[0].call.done()
+
+    await until(replica_stream_ended, "the replica ending its Replicate stream")
     with pytest.raises(grpc.aio.AioRpcError) as err:
-        await append(primary, JOURNAL, b"b" * (128 << 10))
-    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        await call.write(pb.AppendRequest(content=b"b"))
+        await call.write(pb.AppendRequest())
+        await call.done_writing()
+        await call
+    return err.value
+
+
+async def append_failing_at_commit(cluster: Cluster, route: pb.Route) -> grpc.aio.AioRpcError:
+    """An append of one chunk: its primary learns of the failure at the commit."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await append(cluster.stub_of(route.members[route.primary]), JOURNAL, b"b" * (128 << 10))
+    return err.value
+
+
+@pytest.mark.parametrize("failing_append", [append_failing_mid_stream, append_failing_at_commit])
+async def test_full_spool_disk_of_a_replica_refuses_the_append(
+        pair: tuple[Cluster, list[Path]], tmp_path: Path,
+        failing_append: Callable[[Cluster, pb.Route], Awaitable[grpc.aio.AioRpcError]]) -> None:
+    cluster, dirs = pair
+    route = await replicated_journal(cluster)
+    primary = cluster.stub_of(route.members[route.primary])
+    before = await start_journal(primary)
+    full = replica_dir(cluster, dirs, route)
+    filler = fill(full)
+
+    err = await failing_append(cluster, route)
+    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     peer = route.members[1 - route.primary]
-    assert err.value.details() == (
-        f"replica {peer.zone}#{peer.suffix}: spool directory {replica_dir} is full: "
+    assert err.details() == (
+        f"replica {peer.zone}#{peer.suffix}: spool directory {full} is full: "
         "no space left on device")
 
     filler.unlink()
     after = await append(primary, JOURNAL, b"c" * (64 << 10))
     readable = await content(primary, JOURNAL)
-    # No acknowledged byte lost, and the new append starts at the write head.
+    # No acknowledged byte lost, and the new append starts at the write head
+    # (the failed one may have been committed by the primary alone).
     assert readable[:len(before)] == before
     assert (after.commit.begin, after.commit.end) == (
         len(readable) - (64 << 10), len(readable))
     assert readable[after.commit.begin:] == b"c" * (64 << 10)
+    # The full spool was rolled before the new append, so its content persists.
+    await until(lambda: len(persisted(tmp_path / "root")) == 2, "the full spool persisted")
