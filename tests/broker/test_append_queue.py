@@ -11,6 +11,7 @@ import pytest
 
 from gazette_core.broker.append_queue import waiting
 from gazette_core.broker.client.appender import append_retrying
+from gazette_core.broker.config import parse_args
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
@@ -78,3 +79,10 @@ async def test_appends_beyond_the_queue_limit_are_refused_as_retriable(
             await stalled
         assert stall.value.details() == MIN_RATE_FAILURE
         assert await content(stub, "a/journal") == b"firstsecond"
+
+
+def test_queue_limit_is_a_broker_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_args([]).max_append_queue == 32
+    assert parse_args(["--broker.max-append-queue", "5"]).max_append_queue == 5
+    monkeypatch.setenv("BROKER_MAX_APPEND_QUEUE", "0")
+    assert parse_args([]).max_append_queue == 0
