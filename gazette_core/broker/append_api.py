@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from gazette_core.broker import suspension
+from gazette_core.broker.append_queue import await_follow_up, pipeline_turn
 from gazette_core.broker.append_stream import (
     NO_CONTENT_MODES,
     AppendStreamError,
@@ -21,6 +22,7 @@ from gazette_core.broker.append_stream import (
     next_request,
     stream_and_commit,
 )
+from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
@@ -45,10 +47,11 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
     if first is None:
         raise AppendStreamError("unexpected EOF")
     validate_append_request(first)
-    content = False
-    if first.suspend in NO_CONTENT_MODES:
-        # Known before any suspension is written, so that bad input changes nothing.
-        requests, content = await _peek_content(requests)
+    # Before any queueing for the pipeline: an idle client must delay nobody.
+    requests, second = await await_follow_up(requests)
+    # Known before any suspension is written, so that bad input changes nothing.
+    content = (first.suspend in NO_CONTENT_MODES and second is not None
+               and bool(second.content))
     while True:
         res = await broker.resolve_for_append(first)
         if res.status != pb.OK:
@@ -64,20 +67,6 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
             return await _await_commit(*outcome)
 
 
-async def _peek_content(requests: AsyncIterator[pb.AppendRequest]
-                        ) -> tuple[AsyncIterator[pb.AppendRequest], bool]:
-    """Whether the message after the first carries content; the stream, unchanged."""
-    second = await next_request(requests)
-
-    async def replay() -> AsyncIterator[pb.AppendRequest]:
-        if second is not None:
-            yield second
-        async for req in requests:
-            yield req
-
-    return replay(), second is not None and bool(second.content)
-
-
 async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRequest,
                              requests: AsyncIterator[pb.AppendRequest]
                              ) -> pb.AppendResponse | tuple[Pipeline, PendingCommit] | None:
@@ -88,7 +77,7 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
     """
     replica = res.replica
     assert replica is not None  # resolve_for_append guarantees a local primary
-    async with replica.pipeline_lock:
+    async with pipeline_turn(replica, broker.config.max_append_queue):
         # Health first: an unusable store never completes a first listing.
         refusal = await _await_store_health(broker, res)
         if refusal is not None:
@@ -102,6 +91,9 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
                 outcome = await _append_locked(broker, pipeline, res, first, requests)
             except PipelineError:
                 await replica.close_pipeline()  # the next append builds a new one
+                raise
+            except SpoolFullError:
+                await _roll_full_spool(pipeline)
                 raise
             if outcome is None or isinstance(outcome, pb.AppendResponse):
                 return outcome
@@ -181,11 +173,24 @@ async def _check_preconditions(pln: Pipeline, res: Resolution, req: pb.AppendReq
 
 
 async def _maybe_roll(pln: Pipeline) -> None:
-    """Roll before new content: empty spool, over-length, flush bucket, or first fragment."""
+    """Roll before new content: empty spool, over-length, flush bucket, first fragment or full."""
     replica = pln.replica
     spool, spec = replica.spool, replica.spec
     length = spool.content_length()
     first_fragment = length > 0 and spool.fragment.begin == replica.index.begin_offset
     if (length == 0 or length > spec.fragment.length or replica.flush_due()
-            or first_fragment):
+            or first_fragment or spool.full):
         await pln.roll(spool.fragment.end, spec.fragment.compression_codec)
+
+
+async def _roll_full_spool(pln: Pipeline) -> None:
+    """Roll at once after a full disk: the rolled content persists and its file frees its space.
+
+    Failing that, the next append rolls first (the spool stays marked full).
+    """
+    try:
+        await _maybe_roll(pln)
+    except PipelineError:
+        await pln.replica.close_pipeline()
+    except SpoolFullError:
+        pass  # not even an empty spool file fits

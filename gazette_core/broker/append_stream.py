@@ -29,6 +29,7 @@ NO_CONTENT_MODES = (_Suspend.SUSPEND_IF_FLUSHED, _Suspend.SUSPEND_NOW, _Suspend.
 # its append is rolled back (it would otherwise hold the journal's pipeline).
 MIN_APPEND_RATE = 64 * 1024
 MIN_RATE_CREDIT_S = 1.0
+MIN_RATE_REASON = "client stream didn't sustain the minimum append data rate"
 
 
 class AppendStreamError(GazetteError):
@@ -143,8 +144,7 @@ class _MinRate:
             async with asyncio.timeout_at(deadline):
                 return await next_request(requests)
         except TimeoutError:
-            raise AppendStreamError(
-                "client stream didn't sustain the minimum append data rate") from None
+            raise AppendStreamError(MIN_RATE_REASON) from None
 
 
 def _next_registers(pln: Pipeline, req: pb.AppendRequest) -> pb.LabelSet:

@@ -40,6 +40,7 @@ class BrokerConfig:
     http_idle_timeout: float = 60.0
     store_health_sweep: float = 3600.0
     store_health_limit: int = 1000
+    max_append_queue: int = 32
 
     @property
     def suffix(self) -> str:
@@ -101,6 +102,9 @@ FLAGS: list[tuple[str, str, type, str, str]] = [
      "Seconds between sweeps that stop store health checkers unused since the last sweep"),
     ("--broker.store-health-limit", "store_health_limit", int, "BROKER_STORE_HEALTH_LIMIT",
      "Most store health checkers at once; FragmentStoreHealth for another store is refused"),
+    ("--broker.max-append-queue", "max_append_queue", int, "BROKER_MAX_APPEND_QUEUE",
+     "Appends that may wait for one journal's pipeline; more are refused with "
+     "UNAVAILABLE, which clients retry (0: no limit)"),
 ]
 
 

@@ -49,6 +49,13 @@ class PipelineError(GazetteError):
     retriable = True
 
 
+class PeerSpoolFullError(PipelineError):
+    """A peer's spool directory is full; its message names the peer and the directory."""
+
+    retriable = False
+    grpc_code = "RESOURCE_EXHAUSTED"
+
+
 @dataclass
 class _Peer:
     process_id: pb.ProcessSpec.ID
@@ -145,12 +152,24 @@ class Pipeline:
             return [t.result() for t in tasks]
         err = self._fail(f"{what}: {describe(failed[0])}" if failed
                          else f"{what}: no answer within {self.ack_timeout:g}s")
+        ended = [p for p in self.peers if p.call.done()]  # before the break cancels the rest
         self._break(tasks, err)
+        if (full := await self._spool_full(ended)) is not None:
+            raise full
         unexpected = [e for e in failed
                       if not isinstance(e, grpc.aio.AioRpcError | asyncio.InvalidStateError)]
         if unexpected:
             raise unexpected[0]
         raise err
+
+    async def _spool_full(self, ended: list[_Peer]) -> PeerSpoolFullError | None:
+        """The error of a peer that ended its stream because its spool directory is full."""
+        for peer in ended:
+            if await peer.call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                self.replica.spool.full = True  # so that the next pipeline rolls it
+                who = f"{peer.process_id.zone}#{peer.process_id.suffix}"
+                return PeerSpoolFullError(f"replica {who}: {await peer.call.details()}")
+        return None
 
     def _break(self, tasks: Sequence[asyncio.Future[Any]], err: PipelineError) -> None:
         """Mark the pipeline broken and cancel every peer call, ending `tasks`."""

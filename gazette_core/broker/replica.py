@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable
 
 from gazette_core.broker.fragment.index import FragmentIndex
 from gazette_core.broker.fragment.persister import Persister
@@ -55,7 +55,7 @@ class Replica:
         # Whether this broker last acted as the journal's primary: primaries persist
         # rolled spools at once, replicas only later, as a safety net.
         self.primary = False
-        self._delayed: dict[asyncio.TimerHandle, Callable[[], None]] = {}
+        self._delayed: dict[asyncio.TimerHandle, functools.partial[None]] = {}
         # Replicate handlers serving this replica's spool for a remote primary.
         self.streams: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
@@ -124,10 +124,8 @@ class Replica:
             self.persister.enqueue(completed, self.spec, self._on_persisted)
             return
         # The primary persists this fragment; ours is a fallback should it die.
-        spec = self.spec
-
-        def persist() -> None:
-            self.persister.enqueue(completed, spec, self._on_persisted)
+        persist = functools.partial(self.persister.enqueue, completed, self.spec,
+                                    self._on_persisted)
 
         def later() -> None:
             self._delayed.pop(handle, None)
@@ -159,6 +157,19 @@ class Replica:
             store = get_store(url, self.file_root, self.file_only)
             fragments.extend(await store.list(self.journal))
         self.index.replace_remote(fragments)
+        self._release_persisted(fragments)
+
+    def _release_persisted(self, listed: list[pb.Fragment]) -> None:
+        """Stop holding back rolled spools the store already has, closing their files.
+
+        Until then each keeps its spool file, and the space it takes, for
+        REPLICA_PERSIST_DELAY_S.
+        """
+        for handle, persist in list(self._delayed.items()):
+            held = persist.args[0].fragment
+            if any(f.begin <= held.begin and held.end <= f.end for f in listed):
+                handle.cancel()
+                del self._delayed[handle]
 
     async def _refresh_loop(self) -> None:
         while True:

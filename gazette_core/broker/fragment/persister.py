@@ -105,6 +105,8 @@ class Persister:
             finally:
                 self._busy -= 1
                 self._queue.task_done()
+            # Held until the next job arrives, the spool would keep its file open.
+            del job
 
     async def _persist_with_retries(self, job: _Job) -> None:
         attempt = 0

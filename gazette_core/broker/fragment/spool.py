@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+import traceback
 
-from gazette_core.broker.fragment.spool_file import SpoolFile
+from gazette_core.broker.fragment.spool_file import SpoolFile, SpoolFullError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
 from gazette_core.errors import GazetteError
@@ -73,6 +74,9 @@ class Spool:
     registers: pb.LabelSet
     first_append_time: float | None
     delta: int
+    # Its file system ran out of room (here or at a peer): the primary rolls it
+    # before more content, so that its content persists and its file frees its space.
+    full: bool
 
     def __init__(self, journal: str, directory: str | None = None) -> None:
         self.journal = journal
@@ -86,6 +90,7 @@ class Spool:
         self.fragment = self.roll_proposal(offset, codec)
         self.first_append_time = None
         self.delta = 0
+        self.full = False
         self._length = 0
         self._sha = hashlib.sha1()
         # The digest state at the committed end, restored on rollback.
@@ -113,7 +118,13 @@ class Spool:
                 f"invalid content_delta {content_delta} (expected {self.delta}) "
                 f"for journal {self.journal!r}"
             )
-        self._file.write(self._length + self.delta, content)
+        try:
+            self._file.write(self._length + self.delta, content)
+        except SpoolFullError as exc:
+            self.full = True
+            # Its frames hold the file, which must close once its content persists.
+            traceback.clear_frames(exc.__traceback__)
+            raise
         self._sha.update(content)
         self.delta += len(content)
 
@@ -142,8 +153,10 @@ class Spool:
         """Complete the current fragment and start an empty one at `proposal.end`."""
         completed = None
         if self._length > 0:
+            # The new file first: should there be no room even for that, nothing changed.
+            file = SpoolFile(proposal.end, self._directory)
             completed = self._detach()
-            self._file = SpoolFile(proposal.end, self._directory)
+            self._file = file
         else:
             # Nothing committed, so nothing else can hold the file: reuse it.
             self._file.reset(proposal.end)
@@ -163,6 +176,7 @@ class Spool:
         done.registers = _copy_labels(self.registers)
         done.first_append_time = self.first_append_time
         done.delta = 0
+        done.full = False
         done._length = self._length
         done._sha = self._committed_sha.copy()
         done._committed_sha = self._committed_sha
