@@ -127,9 +127,12 @@ class Broker:
         try:
             async with asyncio.timeout(ETCD_CONNECT_TIMEOUT_S):
                 await self.keyspace.load()
-        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError) as exc:
+        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError,
+                etcd_util.EtcdUnavailableError) as exc:
             await self.etcd.close()
-            detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
+            detail = (exc.details() if isinstance(exc, rpc.AioRpcError) else
+                      exc.detail if isinstance(exc, etcd_util.EtcdUnavailableError) else
+                      str(exc) or "timeout")
             raise UnavailableError(
                 f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
         self.pulse = Pulse(self)

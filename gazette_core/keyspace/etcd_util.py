@@ -35,6 +35,11 @@ _MAX_DETAIL = 200
 class EtcdUnavailableError(UnavailableError):
     """Etcd could not be reached or did not answer in time; retrying may help."""
 
+    def __init__(self, detail: str) -> None:
+        line = " ".join(detail.split())
+        self.detail = line if len(line) <= _MAX_DETAIL else line[:_MAX_DETAIL] + "..."
+        super().__init__(f"etcd is unavailable: {self.detail}")
+
 
 @contextlib.contextmanager
 def reaching_etcd() -> Iterator[None]:
@@ -48,17 +53,10 @@ def reaching_etcd() -> Iterator[None]:
     except rpc.AioRpcError as exc:
         if exc.code() not in _TRANSIENT:
             raise
-        raise EtcdUnavailableError(_message(exc.details() or exc.code().name)) from None
+        raise EtcdUnavailableError(exc.details() or exc.code().name) from None
     except (aetcd.ConnectionFailedError, aetcd.ConnectionTimeoutError,
             TimeoutError) as exc:
-        raise EtcdUnavailableError(_message(str(exc) or "timed out")) from None
-
-
-def _message(detail: str) -> str:
-    line = " ".join(detail.split())
-    if len(line) > _MAX_DETAIL:
-        line = line[:_MAX_DETAIL] + "..."
-    return f"etcd is unavailable: {line}"
+        raise EtcdUnavailableError(str(exc) or "timed out") from None
 
 
 def _key(key: str | bytes) -> bytes:

@@ -102,6 +102,12 @@ class EtcdServer:
             return "(no log)"
         return self._log.read_text(errors="replace")[-2000:]
 
+    def kill(self) -> None:
+        """SIGKILL etcd (an outage), keeping its data directory until `stop()`."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
     def stop(self) -> None:
         """Terminate etcd, wait for it and remove its data directory."""
         if self._proc is not None:
