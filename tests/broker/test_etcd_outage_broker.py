@@ -81,3 +81,27 @@ async def test_lease_lost_in_an_etcd_outage_fences_appends_and_stop_persists_spo
         assert begin <= covered, f"a gap before {begin}: {spans}"
         covered = max(covered, end)
     assert covered == len(b"acknowledged\nstill taken\n"), spans
+
+
+async def test_graceful_stop_while_etcd_is_down_still_persists_spools(
+        own_etcd: EtcdServer, tmp_path: Path) -> None:
+    """SIGTERM's path (drain, persist, revoke) with etcd gone: draining and
+    revoking fail with a warning, and every spool is persisted regardless."""
+    root = tmp_path / "fragments"
+    root.mkdir()
+    broker = Broker(broker_config(own_etcd.endpoint, str(root)))
+    await broker.start()
+    stopped = False
+    try:
+        async with journal_stub(broker.endpoint) as stub:
+            await create(stub, journal_spec("outage/c"))
+            assert (await append(stub, "outage/c", b"before the outage\n")).status == pb.OK
+        own_etcd.kill()
+        await broker.stop()  # the lease is still alive: this drains first
+        stopped = True
+    finally:
+        if not stopped:
+            await broker.stop()
+    names = [p.name for p in (root / "outage" / "c").iterdir()]
+    assert [tuple(int(part, 16) for part in n.split("-")[:2]) for n in names] == [
+        (0, len(b"before the outage\n"))], names
