@@ -23,6 +23,10 @@ from gazette_core.tasks import BackgroundTask
 log = logging.getLogger(__name__)
 
 RETRY_INTERVAL = 10.0
+# Pause before retrying a failed keep-alive, doubling up to the maximum (or
+# TTL/3 if shorter), so a lease is refreshed soon after etcd comes back.
+RETRY_MIN_DELAY = 0.1
+RETRY_MAX_DELAY = 0.5
 
 
 class AnnouncementConflictError(GazetteError):
@@ -50,6 +54,8 @@ class Announcement:
         self.on_lost = on_lost
         self.mod_revision = 0
         self.lost = False
+        # Event-loop time by which the lease has surely expired unless refreshed.
+        self.expires = 0.0
         self._lease_id = 0
         self._keep_alive = BackgroundTask(f"keep-alive {key}")
 
@@ -60,12 +66,16 @@ class Announcement:
 
     async def announce(self) -> None:
         """Grant a lease and put the key under it, waiting while another lease holds it."""
-        await self.client.connect()
-        grant = await self.client.leasestub.LeaseGrant(
-            rpc.LeaseGrantRequest(TTL=self.ttl), metadata=self.client.metadata
-        )
+        asked = asyncio.get_running_loop().time()
+        with etcd_util.reaching_etcd():
+            await self.client.connect()
+            grant = await self.client.leasestub.LeaseGrant(
+                rpc.LeaseGrantRequest(TTL=self.ttl), metadata=self.client.metadata,
+                timeout=etcd_util.CALL_TIMEOUT_S,
+            )
         self._lease_id = grant.ID
         self.lost = False
+        self.expires = asked + grant.TTL
         self._keep_alive.start(self._refresh_loop)
         try:
             while not await self._try_put():
@@ -79,6 +89,11 @@ class Announcement:
             # Don't leave a refreshed lease behind a failed or cancelled announcement.
             await self.revoke()
             raise
+
+    @property
+    def alive(self) -> bool:
+        """Whether the lease may still be alive: not declared lost, TTL not run out."""
+        return not self.lost and asyncio.get_running_loop().time() < self.expires
 
     async def _try_put(self) -> bool:
         resp = await etcd_util.txn(
@@ -115,9 +130,14 @@ class Announcement:
         lease, self._lease_id = self._lease_id, 0
         if lease:
             try:
-                await self.client.leasestub.LeaseRevoke(
-                    rpc.LeaseRevokeRequest(ID=lease), metadata=self.client.metadata
-                )
+                with etcd_util.reaching_etcd():
+                    await self.client.leasestub.LeaseRevoke(
+                        rpc.LeaseRevokeRequest(ID=lease), metadata=self.client.metadata,
+                        timeout=etcd_util.CALL_TIMEOUT_S,
+                    )
+            except etcd_util.EtcdUnavailableError as exc:
+                # Nothing else to do: the lease ends by itself once its TTL runs out.
+                log.warning("could not revoke the lease of %r: %s", self.key, exc)
             except rpc.AioRpcError as exc:
                 if exc.code() != grpc.StatusCode.NOT_FOUND:
                     raise
@@ -139,41 +159,51 @@ class Announcement:
         await self.revoke()
 
     async def _refresh_loop(self) -> None:
-        """Refresh every TTL/3; declare the lease lost if etcd drops it or the TTL runs out."""
+        """Refresh every TTL/3, retrying failures with back-off; declare the lease
+        lost when etcd says it is gone or the TTL has surely run out by our clock."""
         loop = asyncio.get_running_loop()
         period = self.ttl / 3
-        expires = loop.time() + self.ttl
+        delay = RETRY_MIN_DELAY
         while True:
+            sent = loop.time()
             try:
-                remaining = await self._refresh(period)
-            except (rpc.AioRpcError, UnavailableError, TimeoutError) as exc:
-                log.warning("refreshing lease of %r failed: %s", self.key, exc)
-                if loop.time() >= expires:
-                    self._declare_lost()
+                # A round trip outlasting the lease must not delay declaring it lost.
+                remaining = await self._refresh(min(period, max(0.1, self.expires - sent)))
+            except (rpc.AioRpcError, aetcd.ClientError, GazetteError, TimeoutError) as exc:
+                log.warning("refreshing lease of %r failed (%.1fs of its TTL left): %s",
+                            self.key, max(0.0, self.expires - loop.time()), exc)
+                if loop.time() >= self.expires:
+                    self._declare_lost("its TTL ran out while etcd was unreachable")
                     return
-                await asyncio.sleep(min(1.0, period))
+                # Never sleep past the expiry: one more try must come before it.
+                await asyncio.sleep(min(delay, max(0.0, self.expires - loop.time())))
+                delay = min(delay * 2, period, RETRY_MAX_DELAY)
                 continue
             if remaining <= 0:
-                self._declare_lost()
+                self._declare_lost("etcd no longer knows it")
                 return
-            expires = loop.time() + remaining
+            # Etcd counted `remaining` from some instant after `sent`: ours is the
+            # earlier, safe bound of when the lease expires.
+            self.expires = sent + remaining
+            delay = RETRY_MIN_DELAY
             await asyncio.sleep(period)
 
     async def _refresh(self, timeout: float) -> int:
         """One keep-alive round trip; returns the lease's remaining TTL (<= 0 if gone)."""
-        call = self.client.leasestub.LeaseKeepAlive(metadata=self.client.metadata)
-        try:
-            async with asyncio.timeout(timeout):
-                await call.write(rpc.LeaseKeepAliveRequest(ID=self._lease_id))
-                resp = await call.read()
-        finally:
-            call.cancel()
+        with etcd_util.reaching_etcd():
+            call = self.client.leasestub.LeaseKeepAlive(metadata=self.client.metadata)
+            try:
+                async with asyncio.timeout(timeout):
+                    await call.write(rpc.LeaseKeepAliveRequest(ID=self._lease_id))
+                    resp = await call.read()
+            finally:
+                call.cancel()
         if resp is grpc.aio.EOF:
             raise UnavailableError("etcd lease keep-alive stream ended")
         return int(resp.TTL)
 
-    def _declare_lost(self) -> None:
-        log.error("lease of member key %r was lost", self.key)
+    def _declare_lost(self, why: str) -> None:
+        log.error("lease of member key %r was lost: %s", self.key, why)
         self.lost = True
         if self.on_lost is not None:
             self.on_lost()

@@ -1,4 +1,8 @@
-"""`gazette serve`: run a broker until SIGTERM or SIGINT, then persist and exit."""
+"""`gazette serve`: run a broker until SIGTERM or SIGINT, then persist and exit.
+
+A broker whose Etcd lease is lost persists its spools too and exits with
+EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +22,17 @@ LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
 USAGE = "usage: gazette serve [flags]   (gazette serve --help lists them)"
 
 
-class LeaseLostError(GazetteError):
-    """Etcd expired this broker's lease (it was stopped, partitioned or too slow)."""
+# Exit status of a broker that stopped because it lost its Etcd lease
+# (EX_TEMPFAIL): its spools are persisted and restarting it is all it takes.
+EXIT_LEASE_LOST = 75
+
+
+class LeaseLostExit(GazetteError):
+    """The broker lost its Etcd lease, persisted its spools and stopped."""
 
 
 async def serve(config: BrokerConfig) -> None:
-    """Run a broker until a termination signal arrives."""
+    """Run a broker until a termination signal arrives or its Etcd lease is lost."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -36,8 +45,10 @@ async def serve(config: BrokerConfig) -> None:
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
     if broker.lease_lost.is_set():
-        await broker.stop(drain_timeout=0)
-        raise LeaseLostError("lost its Etcd lease; stopped serving (restart it to rejoin)")
+        # Appends are already refused; our journals may be someone else's by now.
+        await broker.stop()
+        raise LeaseLostExit(f"broker {config.zone}#{config.suffix} lost its Etcd lease; "
+                            "it persisted its spools and stopped (restart it to rejoin)")
     await broker.stop()
 
 
@@ -54,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(serve(config))
+    except LeaseLostExit as exc:
+        print(f"gazette: {exc}", file=sys.stderr)
+        return EXIT_LEASE_LOST
     except GazetteError as exc:
         print(f"gazette: {exc}", file=sys.stderr)
         return 1

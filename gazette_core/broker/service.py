@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 import aetcd
@@ -59,6 +60,18 @@ DRAIN_STALL_S = 5.0
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
+
+
+class LeaseLostError(UnavailableError):
+    """Etcd expired this broker's lease (it was stopped, partitioned or Etcd was down)."""
+
+
+async def _quietly(what: str, step: Awaitable[None]) -> None:
+    """Run one step of stopping; a failure is logged, never skipping the steps after it."""
+    try:
+        await step
+    except Exception as exc:
+        log.warning("%s failed: %s", what, " ".join(str(exc).split()) or type(exc).__name__)
 
 
 class Broker:
@@ -113,9 +126,12 @@ class Broker:
         try:
             async with asyncio.timeout(ETCD_CONNECT_TIMEOUT_S):
                 await self.keyspace.load()
-        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError) as exc:
+        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError,
+                etcd_util.EtcdUnavailableError) as exc:
             await self.etcd.close()
-            detail = exc.details() if isinstance(exc, rpc.AioRpcError) else str(exc) or "timeout"
+            detail = (exc.details() if isinstance(exc, rpc.AioRpcError) else
+                      exc.detail if isinstance(exc, etcd_util.EtcdUnavailableError) else
+                      str(exc) or "timeout")
             raise UnavailableError(
                 f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
         self.pulse = Pulse(self)
@@ -179,29 +195,50 @@ class Broker:
         The broker first marks itself exiting, so the allocator moves its
         assignments to other brokers, and waits (up to `drain_timeout`) until
         it holds none. With no other broker to take them, it stops at once.
-        Stopping a stopped broker does nothing.
+        A broker that lost its lease skips draining (its assignments are gone
+        or going) and persists at once. Nothing Etcd does (or fails to do)
+        stops the spools from being persisted. Stopping a stopped broker does
+        nothing.
         """
         if self._stopped:
             return
         self._stopped = True
+        lost = self.lease_lost.is_set()
+        if lost:
+            # Freeze our view of the assignments: one vanishing now would tear
+            # its replica down behind the persisting below.
+            await _quietly("stopping the keyspace watch", self.keyspace.stop())
         if self.http_gateway is not None:
-            await self.http_gateway.stop()
-        if self.announcement is not None and self.allocator is not None:
-            await self._drain(drain_timeout)
-        await self._pulsing.stop()
+            await _quietly("stopping the HTTP gateway", self.http_gateway.stop())
+        if not lost and self.announcement is not None and self.allocator is not None:
+            await _quietly("draining", self._drain(drain_timeout))
+        await _quietly("stopping the pulse", self._pulsing.stop())
         if self.allocator is not None:
-            await self.allocator.stop()
+            await _quietly("stopping the allocator", self.allocator.stop())
         await self.resolver.stop()
         # Bounded (--broker.persist-on-stop-timeout), so a store that never
         # recovers cannot keep a stopping broker from being restarted.
+        # The persister logs any spools it gave up on.
         await self.persister.stop(timeout=self.config.persist_on_stop_timeout)
         await self.store_health.stop()
         if self.server is not None:
             await self.server.stop(grace=1.0)
         await self.keyspace.stop()
         if self.announcement is not None:
-            await self.announcement.revoke()
+            await _quietly("revoking the lease", self.announcement.revoke())
         await self.etcd.close()
+
+    def fence_appends(self) -> None:
+        """Raise if this broker may no longer take appends: its lease is (surely) gone.
+
+        Once the TTL has run out by our clock, Etcd may have handed our
+        journals to other brokers, which continue from the persisted
+        fragments; an append taken here could be lost or its offsets reused.
+        """
+        announcement = self.announcement
+        if self.lease_lost.is_set() or (announcement is not None and not announcement.alive):
+            raise LeaseLostError(f"broker {self.process_id.zone}#{self.process_id.suffix} "
+                                 "lost its Etcd lease and takes no appends")
 
     async def _drain(self, timeout: float) -> None:
         assert self.announcement is not None
@@ -248,6 +285,7 @@ class Broker:
     async def resolve_for_append(self, req: pb.AppendRequest) -> Resolution:
         """Resolve as primary, waiting out an allocator that is still shrinking the route."""
         while True:
+            self.fence_appends()
             res = await self.resolver.resolve(
                 req.journal, require_primary=True, may_proxy=not req.do_not_proxy,
                 proxy_header=req.header if req.HasField("header") else None,
@@ -328,6 +366,11 @@ class Broker:
         compares = [etcd_util.cmp_mod_revision(kv.key, kv.mod_revision) for kv in res.assignments]
         ops = [rpc.RequestOp(request_put=rpc.PutRequest(key=kv.key.encode(), value=value,
                                                         ignore_lease=True)) for kv in stale]
-        resp = await etcd_util.txn(self.etcd, compares, ops)
+        try:
+            resp = await etcd_util.txn(self.etcd, compares, ops)
+        except etcd_util.EtcdUnavailableError as exc:
+            # Appends on the current route stay safe; the next append or pulse retries.
+            log.warning("could not advertise the route of %s: %s", res.journal, exc)
+            return
         if resp.succeeded:
             await self.keyspace.wait_for_revision(resp.header.revision)

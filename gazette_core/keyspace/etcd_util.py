@@ -7,15 +7,56 @@ ranges here go through the low-level stubs and return raw responses.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import aetcd
+import grpc
 from aetcd import rpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import UnavailableError
 
 DEFAULT_ETCD_PORT = 2379
+# A call to a stopped or partitioned etcd fails after this long rather than
+# hanging its caller (an Apply, an allocator round) for ever.
+CALL_TIMEOUT_S = 10.0
+# Reconnect soon after etcd comes back: gRPC's default back-off grows to two
+# minutes, far past any lease TTL, and a lease not kept alive is lost.
+CHANNEL_OPTIONS = {"grpc.initial_reconnect_backoff_ms": 100,
+                   "grpc.min_reconnect_backoff_ms": 100,
+                   "grpc.max_reconnect_backoff_ms": 500}
+# Codes meaning "etcd did not answer", as opposed to a refused request.
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_MAX_DETAIL = 200
+
+
+class EtcdUnavailableError(UnavailableError):
+    """Etcd could not be reached or did not answer in time; retrying may help."""
+
+    def __init__(self, detail: str) -> None:
+        line = " ".join(detail.split())
+        self.detail = line if len(line) <= _MAX_DETAIL else line[:_MAX_DETAIL] + "..."
+        super().__init__(f"etcd is unavailable: {self.detail}")
+
+
+@contextlib.contextmanager
+def reaching_etcd() -> Iterator[None]:
+    """Turn "etcd did not answer" failures of the enclosed calls into EtcdUnavailableError.
+
+    Callers (and gRPC clients of the broker) then see one retriable error
+    with a one-line message; a request etcd refused keeps its own error.
+    """
+    try:
+        yield
+    except rpc.AioRpcError as exc:
+        if exc.code() not in _TRANSIENT:
+            raise
+        raise EtcdUnavailableError(exc.details() or exc.code().name) from None
+    except (aetcd.ConnectionFailedError, aetcd.ConnectionTimeoutError,
+            TimeoutError) as exc:
+        raise EtcdUnavailableError(str(exc) or "timed out") from None
 
 
 def _key(key: str | bytes) -> bytes:
@@ -27,8 +68,10 @@ async def connect(endpoint: str) -> aetcd.Client:
     parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
     if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"unsupported etcd endpoint {endpoint!r} (want http://host:port)")
-    client = aetcd.Client(host=parts.hostname, port=parts.port or DEFAULT_ETCD_PORT)
-    await client.connect()
+    client = aetcd.Client(host=parts.hostname, port=parts.port or DEFAULT_ETCD_PORT,
+                          options=CHANNEL_OPTIONS)
+    with reaching_etcd():
+        await client.connect()
     return client
 
 
@@ -38,18 +81,28 @@ async def txn(
     success: Iterable[rpc.RequestOp],
     failure: Iterable[rpc.RequestOp] = (),
 ) -> rpc.TxnResponse:
-    """Run one transaction and return the raw response, header included."""
-    await client.connect()
+    """Run one transaction and return the raw response, header included.
+
+    Raises EtcdUnavailableError when etcd does not answer.
+    """
     request = rpc.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
-    return await client.kvstub.Txn(request, metadata=client.metadata)
+    with reaching_etcd():
+        await client.connect()
+        return await client.kvstub.Txn(request, metadata=client.metadata,
+                                       timeout=CALL_TIMEOUT_S)
 
 
 async def get_prefix(client: aetcd.Client, prefix: str) -> rpc.RangeResponse:
-    """Every key under `prefix` in key order, with the response header."""
-    await client.connect()
+    """Every key under `prefix` in key order, with the response header.
+
+    Raises EtcdUnavailableError when etcd does not answer.
+    """
     key = _key(prefix)
     request = rpc.RangeRequest(key=key, range_end=prefix_range_end(key))
-    return await client.kvstub.Range(request, metadata=client.metadata)
+    with reaching_etcd():
+        await client.connect()
+        return await client.kvstub.Range(request, metadata=client.metadata,
+                                         timeout=CALL_TIMEOUT_S)
 
 
 def prefix_range_end(prefix: bytes) -> bytes:

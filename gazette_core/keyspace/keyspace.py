@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 Decoder = Callable[[str, bytes], object]
 
-# Pause before re-loading after a failed watch, so a down etcd isn't hammered.
-RETRY_DELAY = 0.5
+# Pause before re-loading after a failed watch, so a down etcd isn't hammered,
+# doubling while etcd stays unreachable up to the maximum.
+RETRY_DELAY = 0.25
+MAX_RETRY_DELAY = 2.0
 # How long a waiter behind the wanted revision relies on the watch before
 # re-reading the prefix (etcd catches up new watchers every 100 ms), doubling
 # up to the maximum while it keeps waiting.
@@ -148,7 +150,7 @@ class KeySpace:
                 return
             try:
                 resp = await etcd_util.get_prefix(self.client, self.root)
-            except (rpc.AioRpcError, aetcd.ClientError) as exc:
+            except (GazetteError, rpc.AioRpcError, aetcd.ClientError) as exc:
                 log.warning("keyspace re-read of %r failed: %s", self.root, exc)
                 return
             # Events applied while the Range was in flight may already be newer.
@@ -219,7 +221,9 @@ class KeySpace:
                 log.exception("keyspace observer failed")
 
     async def _run(self) -> None:
+        delay = RETRY_DELAY
         while True:
+            followed_from = self.revision
             try:
                 await self._follow()
             except (GazetteError, rpc.AioRpcError, aetcd.ClientError) as exc:
@@ -227,11 +231,16 @@ class KeySpace:
             except Exception:
                 # Keep mirroring whatever went wrong; a dead watch would freeze every reader.
                 log.exception("keyspace watch of %r failed; re-loading", self.root)
-            await asyncio.sleep(RETRY_DELAY)
+            if self.revision > followed_from:
+                delay = RETRY_DELAY  # the watch made progress: etcd was reachable
+            await asyncio.sleep(delay)
             try:
                 await self.load()
-            except (rpc.AioRpcError, aetcd.ClientError) as exc:
+            except (GazetteError, rpc.AioRpcError, aetcd.ClientError) as exc:
                 log.warning("keyspace re-load of %r failed: %s", self.root, exc)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+            else:
+                delay = RETRY_DELAY
 
     async def _follow(self) -> None:
         """Watch from the next revision until the stream fails or is compacted."""

@@ -15,7 +15,7 @@ import grpc
 from aetcd import rpc
 
 from gazette_core.errors import GazetteError, UnavailableError
-from gazette_core.keyspace.etcd_util import prefix_range_end
+from gazette_core.keyspace.etcd_util import prefix_range_end, reaching_etcd
 
 
 class WatchCompactedError(GazetteError):
@@ -36,16 +36,17 @@ class WatchStream:
         self._call: grpc.aio.StreamStreamCall | None = None
 
     async def __aenter__(self) -> WatchStream:
-        await self._client.connect()
-        stub = rpc.WatchStub(self._client.channel)
-        self._call = stub.Watch(metadata=self._client.metadata)
-        create = rpc.WatchCreateRequest(
-            key=self._prefix,
-            range_end=prefix_range_end(self._prefix),
-            start_revision=self._start_revision,
-            progress_notify=True,
-        )
-        await self._call.write(rpc.WatchRequest(create_request=create))
+        with reaching_etcd():
+            await self._client.connect()
+            stub = rpc.WatchStub(self._client.channel)
+            self._call = stub.Watch(metadata=self._client.metadata)
+            create = rpc.WatchCreateRequest(
+                key=self._prefix,
+                range_end=prefix_range_end(self._prefix),
+                start_revision=self._start_revision,
+                progress_notify=True,
+            )
+            await self._call.write(rpc.WatchRequest(create_request=create))
         return self
 
     async def __aexit__(
@@ -59,9 +60,13 @@ class WatchStream:
             call.cancel()
 
     async def __aiter__(self) -> AsyncIterator[rpc.WatchResponse]:
-        """Responses in order; raises when the stream ends, is canceled or compacted."""
+        """Responses in order; raises when the stream ends, is canceled or compacted.
+
+        A stream etcd stops answering raises EtcdUnavailableError.
+        """
         while self._call is not None:
-            resp = await self._call.read()
+            with reaching_etcd():
+                resp = await self._call.read()
             if resp is grpc.aio.EOF:
                 raise UnavailableError("etcd watch stream ended")
             if resp.compact_revision:

@@ -35,6 +35,8 @@ LEASE_S = 10
 # --broker.persist-on-stop-timeout of local brokers: below `down`'s wait, so a
 # store that never recovers cannot keep a broker from exiting (or restarting).
 PERSIST_ON_STOP_S = 10.0
+# How often `up` restarts a broker that exits while it waits for the brokers.
+RESTARTS_WHILE_WAITING = 3
 # Given to brokers explicitly: the stack finds their member keys under it.
 ETCD_PREFIX = "/gazette/cluster"
 
@@ -151,13 +153,9 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     for b in stack.brokers:
         if added_s3:
             processes.stop(b.pid, b.marker, timeout)
-        if not processes.alive(b.pid, b.marker):
-            _forget_crashed(stack, b)
-            b.pid = processes.spawn(_broker_argv(stack, b), directory / "logs" / f"{b.name}.log",
-                                    env=_broker_env(stack))
-            stack.save()
+        _start_if_dead(stack, b)
     for b in stack.brokers:
-        _wait(_ready(b, stack.auth_keys), timeout, b.name, directory / "logs" / f"{b.name}.log")
+        _wait(_ready(stack, b), timeout, b.name, directory / "logs" / f"{b.name}.log")
     if activate:
         _set_active(directory)
     return stack
@@ -229,8 +227,28 @@ def _broker_env(stack: Stack) -> dict[str, str]:
     return {**(local_s3.ENV if stack.s3 is not None else {}), "BROKER_AUTH_KEYS": stack.auth_keys}
 
 
-def _ready(b: Process, auth_keys: str = "") -> Callable[[], bool]:
-    return lambda: broker_serves(b.endpoint, auth_keys=auth_keys)
+def _start_if_dead(stack: Stack, b: Process) -> None:
+    if not processes.alive(b.pid, b.marker):
+        _forget_crashed(stack, b)
+        b.pid = processes.spawn(_broker_argv(stack, b),
+                                stack.directory / "logs" / f"{b.name}.log",
+                                env=_broker_env(stack))
+        stack.save()
+
+
+def _ready(stack: Stack, b: Process) -> Callable[[], bool]:
+    """Whether `b` serves; one that exited meanwhile (e.g. it had just lost its
+    Etcd lease when etcd came back) is started again, a few times at most, so
+    one that cannot start fails with its log rather than in a loop."""
+    restarts = RESTARTS_WHILE_WAITING
+
+    def ready() -> bool:
+        nonlocal restarts
+        if restarts and not processes.alive(b.pid, b.marker):
+            restarts -= 1
+            _start_if_dead(stack, b)
+        return broker_serves(b.endpoint, auth_keys=stack.auth_keys)
+    return ready
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:

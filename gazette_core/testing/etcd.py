@@ -51,6 +51,17 @@ class EtcdServer:
         self._dir = Path(tempfile.mkdtemp(prefix="gazette-etcd-"))
         self._log = self._dir / "etcd.log"
         self.client_port, self.peer_port = free_port(), free_port()
+        self._launch()
+        return self
+
+    def restart(self) -> EtcdServer:
+        """SIGKILL etcd if it runs, then start it again on its ports and data."""
+        self.kill()
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
+        assert self._dir is not None and self._log is not None
         peer = f"http://{HOST}:{self.peer_port}"
         args = [
             self._binary,
@@ -61,10 +72,10 @@ class EtcdServer:
             "--listen-peer-urls", peer,
             "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"gazette-test={peer}",
-            "--initial-cluster-state", "new",
+            "--initial-cluster-state", "new",  # ignored once the data dir holds a member
         ]
         # etcd logs to stderr; keep it in the data dir so start failures can quote it.
-        with open(self._log, "wb") as log:
+        with open(self._log, "ab") as log:
             self._proc = subprocess.Popen(
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
@@ -73,7 +84,6 @@ class EtcdServer:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self._start_timeout
@@ -101,6 +111,12 @@ class EtcdServer:
         if self._log is None or not self._log.exists():
             return "(no log)"
         return self._log.read_text(errors="replace")[-2000:]
+
+    def kill(self) -> None:
+        """SIGKILL etcd (an outage), keeping its data directory until `stop()`."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
     def stop(self) -> None:
         """Terminate etcd, wait for it and remove its data directory."""

@@ -10,6 +10,7 @@ from aetcd import rpc
 
 from gazette_core.allocator.announce import Announcement, AnnouncementConflictError
 from gazette_core.keyspace import etcd_util as eu
+from gazette_core.testing.etcd import EtcdServer
 
 KEY = "/ann/members/zone#member-1"
 
@@ -95,3 +96,48 @@ async def test_keep_alive_holds_key_past_its_ttl(etcd: aetcd.Client) -> None:
         kv = await only_kv(etcd, KEY)
         assert kv is not None and (kv.value, kv.lease) == (b"v", ann.lease_id)
         assert not ann.lost
+
+
+# -- etcd outages (each test runs its own etcd, which it kills) -------------------------
+
+
+async def test_keep_alive_rides_out_an_etcd_restart_within_the_ttl() -> None:
+    """Keep-alives fail while etcd is down and are retried; once it is back the
+    lease is refreshed before our clock says it ran out, so it is never lost."""
+    with EtcdServer() as server:
+        client = await eu.connect(server.endpoint)
+        lost = asyncio.Event()
+        ann = Announcement(client, KEY, b"v", ttl=4, on_lost=lost.set)
+        await ann.announce()
+        try:
+            server.kill()
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(server.restart)
+            await asyncio.sleep(4.5)  # past the TTL counted from before the outage
+            assert not lost.is_set() and ann.alive
+            kv = await only_kv(client, KEY)
+            assert kv is not None and kv.lease == ann.lease_id
+        finally:
+            await ann.revoke()
+            await client.close()
+
+
+async def test_lease_is_lost_by_our_clock_while_etcd_stays_away() -> None:
+    """With etcd gone, the lease counts as alive until one TTL after the last
+    answered keep-alive was sent, and not a moment longer; revoking then only warns."""
+    with EtcdServer() as server:
+        client = await eu.connect(server.endpoint)
+        lost = asyncio.Event()
+        ann = Announcement(client, KEY, b"v", ttl=2, on_lost=lost.set)
+        await ann.announce()
+        try:
+            loop = asyncio.get_running_loop()
+            server.kill()
+            killed = loop.time()
+            assert ann.alive and ann.expires <= killed + 2
+            async with asyncio.timeout(4):
+                await lost.wait()
+            assert loop.time() >= ann.expires and not ann.alive and ann.lost
+        finally:
+            await ann.revoke()  # etcd is gone: this must not raise
+            await client.close()

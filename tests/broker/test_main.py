@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gazette_core.broker.main import EXIT_LEASE_LOST
 from gazette_core.testing.etcd import free_port
 
 
@@ -34,7 +35,7 @@ def test_help_and_usage_errors() -> None:
         2, "gazette: unknown command 'frobnicate'")
 
 
-def test_broker_that_lost_its_lease_stops_serving_and_exits_1(
+def test_broker_that_lost_its_lease_persists_and_exits_75_with_one_line(
         etcd: object, etcd_server: object, tmp_path: Path) -> None:
     import os
     import signal
@@ -54,9 +55,13 @@ def test_broker_that_lost_its_lease_stops_serving_and_exits_1(
         os.kill(proc.pid, signal.SIGSTOP)
         time.sleep(5)  # well past the 2 s lease
         os.kill(proc.pid, signal.SIGCONT)
-        assert proc.wait(timeout=30) == 1
+        assert proc.wait(timeout=30) == EXIT_LEASE_LOST
         assert proc.stderr is not None
-        assert "gazette: lost its Etcd lease; stopped serving" in proc.stderr.read()
+        err = proc.stderr.read()
+        assert "Traceback" not in err, err
+        assert err.splitlines()[-1] == (
+            "gazette: broker local#stalled-broker lost its Etcd lease; it persisted its "
+            "spools and stopped (restart it to rejoin)"), err
     finally:
         if proc.poll() is None:
             proc.kill()
