@@ -67,7 +67,7 @@ def _etcd_failure(exc: grpc.aio.AioRpcError, changes: int) -> CodedError:
     """The error answering a failed Apply transaction, keeping whether a retry helps."""
     code, details = backing_code(exc.code()), exc.details() or exc.code().name
     if code == grpc.StatusCode.UNAVAILABLE:
-        return CodedError(code.name, f"Etcd is unavailable: {details}")
+        return CodedError(code.name, f"etcd is unavailable: {details}")
     hint = ""
     if _TOO_MANY in details:  # Etcd's --max-txn-ops, 128 by default
         hint = " (split it into smaller Applies, e.g. with gazctl's --max-txn-size)"

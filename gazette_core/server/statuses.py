@@ -85,7 +85,7 @@ def _classify(exc: Exception) -> tuple[grpc.StatusCode, str]:
         code = backing_code(exc.code())
         return code, f"backing call failed with {describe(exc)}"
     if isinstance(exc, (etcd_errors.ConnectionFailedError, etcd_errors.ConnectionTimeoutError)):
-        return grpc.StatusCode.UNAVAILABLE, f"Etcd is unavailable: {exc}"
+        return grpc.StatusCode.UNAVAILABLE, f"etcd is unavailable: {exc}"
     if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
         where = f": {exc.filename}" if exc.filename else ""
         return grpc.StatusCode.RESOURCE_EXHAUSTED, f"{exc.strerror}{where}"

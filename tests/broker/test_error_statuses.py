@@ -77,7 +77,7 @@ async def test_apply_while_etcd_is_down_is_unavailable(tmp_path: Path) -> None:
         await etcd.kill()
     details = err.details() or ""
     assert err.code() == grpc.StatusCode.UNAVAILABLE, details
-    assert details.startswith("Etcd is unavailable: "), details
+    assert details.startswith("etcd is unavailable: "), details
     assert_clean(err, grpc.StatusCode.UNAVAILABLE, details)
 
 

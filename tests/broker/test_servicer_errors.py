@@ -77,9 +77,9 @@ def rpc_error(code: grpc.StatusCode, details: str) -> AioRpcError:
      (Code.INVALID_ARGUMENT, "backing call failed with INVALID_ARGUMENT: etcdserver: "
                              "duplicate key given in txn request")),
     (etcd_errors.ConnectionFailedError("connection refused"),
-     (Code.UNAVAILABLE, "Etcd is unavailable: connection refused")),
+     (Code.UNAVAILABLE, "etcd is unavailable: connection refused")),
     (etcd_errors.ConnectionTimeoutError("timed out"),
-     (Code.UNAVAILABLE, "Etcd is unavailable: timed out")),
+     (Code.UNAVAILABLE, "etcd is unavailable: timed out")),
     (OSError(errno.ENOSPC, "No space left on device", "/spool"),
      (Code.RESOURCE_EXHAUSTED, "No space left on device: /spool")),
     (OSError(errno.EDQUOT, "Disk quota exceeded"),
