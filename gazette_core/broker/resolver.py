@@ -188,7 +188,8 @@ class Resolver:
                 replica.start()
             else:
                 self.replicas[journal].on_spec(item)
-            self.replicas[journal].on_route(journal in primary)
+            route = self.route_of(self.assignments_of(journal))
+            self.replicas[journal].on_route(route, journal in primary)
         self._notice_route_changes(primary)
 
     def _notice_route_changes(self, primary: set[str]) -> None:
