@@ -20,7 +20,7 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
-from gazette_core.broker import suspension
+from gazette_core.broker import keepalive, suspension
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.http_gateway import HttpGateway, server_ssl_context
@@ -125,7 +125,7 @@ class Broker:
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(
-            options=GRPC_OPTIONS,
+            options=[*GRPC_OPTIONS, *keepalive.server_options()],
             interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         pb_grpc.add_JournalServicer_to_server(JournalServicer(self), self.server)
         self.port = self.security.add_port(self.server, f"{self.config.host or '0.0.0.0'}:"
@@ -310,6 +310,7 @@ class Broker:
                 await replica.refresh()
                 if replica.index.end_offset > 0:
                     await pipeline.roll(replica.index.end_offset, codec)
+            replica.mark_synced()
         except BaseException:
             await replica.close_pipeline()
             raise
