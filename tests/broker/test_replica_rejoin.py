@@ -54,17 +54,8 @@ async def test_joining_replica_learns_the_write_head_from_the_route_change_pulse
     joined = _joined(await settled_route(cluster, journal, 3), before)
 
     # No append follows: only the primary's pulse on the route change can sync it.
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + SYNC_LIMIT_S
     stub = cluster.stub_of(joined)
-    while True:
-        out = await read_all(stub, pb.ReadRequest(journal=journal, offset=1000,
-                                                  do_not_proxy=True))
-        assert out[-1].status == pb.OFFSET_NOT_YET_AVAILABLE, out[-1]
-        if out[-1].write_head == 1000:
-            break
-        assert loop.time() < deadline, f"not synced within {SYNC_LIMIT_S}s: {out[-1]}"
-        await asyncio.sleep(0.05)
+    await _sync_limit_write_head(stub, journal, 1000)
     # Its reads (proxying what it lacks) reach the head.
     assert _served_through(await read_all(stub, pb.ReadRequest(journal=journal))) == 1000
 
@@ -108,3 +99,43 @@ async def test_joining_replica_under_load_never_serves_reads_short_of_acknowledg
         stop.set()
         with contextlib.suppress(Exception):
             await task
+
+
+async def _sync_limit_write_head(stub: pb_grpc.JournalStub, journal: str, head: int) -> None:
+    """Wait (up to SYNC_LIMIT_S) until a replica's own reads report `head` as write head."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SYNC_LIMIT_S
+    while True:
+        out = await read_all(stub, pb.ReadRequest(journal=journal, offset=head,
+                                                  do_not_proxy=True))
+        if out[-1].write_head == head:
+            return
+        assert loop.time() < deadline, f"not synced within {SYNC_LIMIT_S}s: {out[-1]}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_stuck_pulse_does_not_delay_another_journals_route_change_pulse(
+        cluster: Cluster) -> None:
+    names = [f"rejoin/many-{i}" for i in range(4)]
+    await cluster.stubs[0].Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(
+        upsert=journal_spec(n, replication=2, refresh_s=REFRESH_S)) for n in names]))
+    routes = {n: await settled_route(cluster, n, 2) for n in names}
+    ids = [b.process_id for b in cluster.brokers]
+    # Four journals over three brokers: some broker is the primary of two.
+    by_primary: dict[int, list[str]] = {}
+    for n, r in routes.items():
+        by_primary.setdefault(ids.index(r.members[r.primary]), []).append(n)
+    primary, (stuck, grown) = next((p, js[:2]) for p, js in by_primary.items() if len(js) > 1)
+    broker = cluster.brokers[primary]
+    assert (await append(cluster.stubs[primary], grown, b"y" * 100)).status == pb.OK
+
+    lock = broker.resolver.replicas[stuck].pipeline_lock
+    await lock.acquire()  # an append that never ends holds the stuck journal
+    try:
+        broker.pulse.route_changed(stuck)
+        await asyncio.sleep(0.2)  # its pulse is under way, waiting for the pipeline
+        await _grow(cluster.stubs[0], grown)
+        joined = _joined(await settled_route(cluster, grown, 3), routes[grown])
+        await _sync_limit_write_head(cluster.stub_of(joined), grown, 100)
+    finally:
+        lock.release()
