@@ -56,8 +56,9 @@ class Replica:
         # rolled spools at once, replicas only later, as a safety net.
         self.primary = False
         self._delayed: dict[asyncio.TimerHandle, Callable[[], None]] = {}
-        # Replicate handlers serving this replica's spool, each with the primary it serves.
-        self.streams: dict[asyncio.Task[object], pb.ProcessSpec.ID | None] = {}
+        # Replicate handlers serving this replica's spool, each with the primary it
+        # serves as (zone, suffix), or None for a route without a primary.
+        self.streams: dict[asyncio.Task[object], tuple[str, str] | None] = {}
         # Set once the spool agrees with a primary's (a pipeline synchronised it): from
         # then on every acknowledged append reaches it while it stays in the route.
         self._synced = asyncio.Event()
@@ -94,16 +95,16 @@ class Replica:
             if self.spool.content_length() > 0:
                 self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)
 
-    def on_route(self, route: pb.Route, is_primary: bool) -> None:
+    def on_route(self, primary: tuple[str, str] | None, is_primary: bool) -> None:
         """A demoted primary closes its pipeline, releasing the peers' spools.
 
-        Streams of a broker that is no longer the route's primary are cancelled:
-        one that froze or went silent would otherwise hold the spool for ever,
-        and the new primary could never synchronise this replica.
+        `primary` is the route's primary as (zone, suffix). Streams of a broker
+        that is no longer the route's primary are cancelled: one that froze or
+        went silent would otherwise hold the spool for ever, and the new primary
+        could never synchronise this replica.
         """
         if not is_primary and self.pipeline is not None:
             asyncio.get_running_loop().create_task(self._demote(), name=f"demote {self.journal}")
-        primary = route.members[route.primary] if route.primary >= 0 else None
         for task, sender in list(self.streams.items()):
             if sender is None or sender != primary:
                 log.info("cancelling the Replicate stream of a broker no longer primary",

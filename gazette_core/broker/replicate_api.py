@@ -58,7 +58,8 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
     task = asyncio.current_task()
     assert task is not None
     route = first.header.route
-    replica.streams[task] = route.members[route.primary] if route.primary >= 0 else None
+    sender = route.members[route.primary] if route.primary >= 0 else None
+    replica.streams[task] = None if sender is None else (sender.zone, sender.suffix)
     try:
         async for resp in _replicate(replica, res.header, first, requests):
             yield resp
