@@ -31,7 +31,7 @@ class ReplicateStreamError(GazetteError):
 
 
 class ReplicateRevokedError(GazetteError):
-    """The replica dropped the stream: its sender is no longer the journal's primary here."""
+    """The replica dropped the stream: its sender is no longer primary, or it is stopping."""
 
     retriable = True
 
@@ -68,7 +68,8 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
             raise
         task.uncancel()
         raise ReplicateRevokedError(f"replica of {replica.journal} ended the stream: its "
-                                    "sender is no longer primary here") from None
+                                    "sender is no longer primary, or the replica is "
+                                    "stopping") from None
     finally:
         replica.streams.pop(task, None)
         replica.take_revoked(task)
