@@ -89,12 +89,16 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
     return resp
 
 
-async def proxy_read(broker: Broker, res: Resolution, req: pb.ReadRequest
-                     ) -> AsyncIterator[pb.ReadResponse]:
-    stub = broker.peer_stub(_endpoint(res, read_target(broker, res)))
+async def proxy_read(broker: Broker, res: Resolution, req: pb.ReadRequest,
+                     target: pb.ProcessSpec.ID | None = None) -> AsyncIterator[pb.ReadResponse]:
+    """Relay a Read to `target`, by default the member `read_target` picks."""
+    member = target if target is not None else read_target(broker, res)
+    stub = broker.peer_stub(_endpoint(res, member))
     forwarded = pb.ReadRequest()
     forwarded.CopyFrom(req)
     forwarded.header.CopyFrom(res.header)
+    if target is not None:
+        forwarded.header.process_id.CopyFrom(target)  # addressed to it, as it verifies
     try:
         metadata = broker.security.peer_metadata(res.journal, auth.READ)
         async for resp in stub.Read(forwarded, metadata=metadata):

@@ -4,6 +4,9 @@ An empty append runs the whole append path without content: it synchronises
 the pipeline (so a new replica catches up), writes the current Route into the
 assignment values (so the allocator may finish a reassignment), and applies
 rolls due to flush_interval or a codec change on idle journals (broker.md 7.2).
+Journals are pulsed independently of each other, and a failed pulse after a
+route change is retried soon, with back-off, so a new replica is synchronised
+within moments rather than at the next periodic pulse.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ PULSE_INTERVAL_S = 60.0
 # With --broker.auto-suspend, a journal whose write head stood still for this
 # many pulses in a row is asked to suspend if it is flushed.
 AUTO_SUSPEND_STABLE_PULSES = 15
+# A failed on-route-change pulse is retried after this, doubling, this many times.
+ROUTE_PULSE_RETRY_S = 0.25
+ROUTE_PULSE_RETRIES = 6
 
 
 class Pulse:
@@ -41,6 +47,9 @@ class Pulse:
         # Per journal: the write head at the last pulse and how many pulses saw it unchanged.
         self._stable: dict[str, tuple[int, int]] = {}
         self._wake = asyncio.Event()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        # Per journal: failed pulses in a row since its route changed.
+        self._retries: dict[str, int] = {}
 
     def route_changed(self, journal: str) -> None:
         """Pulse `journal` soon: its route changed and this broker is its primary."""
@@ -48,20 +57,53 @@ class Pulse:
         self._wake.set()
 
     async def run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval / 4):
-                    await self._wake.wait()
-            self._wake.clear()
-            now = time.monotonic()
-            due = [journal for journal, replica in self.broker.resolver.replicas.items()
-                   if journal in self._due or (
-                       replica.primary and now - self._last.get(journal, 0.0) >= self.interval)]
-            for journal in due:
-                self._due.discard(journal)
-                self._last[journal] = now
-            # Concurrently: one journal waiting on the allocator must not hold up the rest.
-            await asyncio.gather(*(self.pulse(journal) for journal in due))
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.interval / 4):
+                        await self._wake.wait()
+                self._wake.clear()
+                self._start_due(time.monotonic())
+        finally:
+            for task in list(self._running.values()):
+                task.cancel()
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    def _start_due(self, now: float) -> None:
+        """Start a pulse of every due journal not being pulsed already.
+
+        Each runs on its own: one journal waiting on the allocator or a slow
+        peer must not hold up the pulse that syncs another's new replica. A
+        journal whose route changes while it is pulsed stays due, for the new route.
+        """
+        for journal, replica in self.broker.resolver.replicas.items():
+            if journal in self._running:
+                continue
+            changed = journal in self._due
+            if not changed and not (replica.primary
+                                    and now - self._last.get(journal, 0.0) >= self.interval):
+                continue
+            self._due.discard(journal)
+            self._last[journal] = now
+            task = asyncio.get_running_loop().create_task(self._pulse_due(journal, changed),
+                                                          name=f"pulse {journal}")
+            self._running[journal] = task
+
+    async def _pulse_due(self, journal: str, route_changed: bool) -> None:
+        try:
+            resp = await self.pulse(journal)
+        finally:
+            self._running.pop(journal, None)
+            self._wake.set()
+        if resp is not None and resp.status == pb.OK:
+            self._retries.pop(journal, None)
+        elif route_changed:
+            # The new replica must be synchronised soon, not at the next periodic pulse.
+            attempt = self._retries.get(journal, 0)
+            if attempt < ROUTE_PULSE_RETRIES:
+                self._retries[journal] = attempt + 1
+                delay = min(ROUTE_PULSE_RETRY_S * 2 ** attempt, self.interval)
+                asyncio.get_running_loop().call_later(delay, self.route_changed, journal)
 
     async def pulse(self, journal: str) -> pb.AppendResponse | None:
         """One empty append to `journal`, served here only (never proxied)."""

@@ -17,7 +17,7 @@ from gazette_core.broker.fragment.remote import read_fragment
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_read_request
 from gazette_core.broker.proxy import proxy_read
-from gazette_core.broker.replica import Replica
+from gazette_core.broker.resolver import Resolution
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -47,28 +47,63 @@ async def serve_read(broker: Broker, req: pb.ReadRequest) -> AsyncIterator[pb.Re
     assert res.replica is not None
     metrics.READS.inc()
     header: pb.Header | None = res.header
-    async for resp in _serve_local(broker, res.replica, req):
+    async for resp in _serve_local(broker, res, req):
         if header is not None:
             resp.header.CopyFrom(header)
             header = None
+        elif resp.HasField("header"):
+            resp.ClearField("header")  # a relayed stream's own header: ours came first
         yield resp
 
 
-async def _serve_local(broker: Broker, replica: Replica, req: pb.ReadRequest
+def _primary_to_ask(broker: Broker, res: Resolution, req: pb.ReadRequest, offset: int
+                    ) -> pb.ProcessSpec.ID | None:
+    """The primary, when this replica cannot tell what lies at `offset` but it can.
+
+    A replica knows the write head only once a pipeline synchronised its spool,
+    and content before its spool that it joined the route too late to receive
+    and that is not persisted yet is held by the primary alone.
+    """
+    replica = res.replica
+    assert replica is not None
+    route = res.route
+    if req.do_not_proxy or route.primary < 0:
+        return None
+    primary = route.members[route.primary]
+    if primary == broker.process_id:
+        return None
+    if replica.synced and (offset == -1 or offset >= replica.spool.fragment.begin):
+        return None
+    return primary
+
+
+async def _serve_local(broker: Broker, res: Resolution, req: pb.ReadRequest
                        ) -> AsyncIterator[pb.ReadResponse]:
+    replica = res.replica
+    assert replica is not None
     offset = req.offset
+    if offset == -1 and replica.synced:
+        offset = replica.write_head()
     index = replica.index
     while True:
         entry, offset = index.query(offset, req.begin_mod_time)
         if entry is None:
+            primary = _primary_to_ask(broker, res, req, offset)
+            if primary is not None:
+                rest = pb.ReadRequest()
+                rest.CopyFrom(req)
+                rest.offset = offset
+                async for resp in proxy_read(broker, res, rest, target=primary):
+                    yield resp
+                return
             if not req.block:
                 yield pb.ReadResponse(status=pb.OFFSET_NOT_YET_AVAILABLE, offset=offset,
-                                      write_head=index.end_offset)
+                                      write_head=replica.write_head())
                 return
             await index.wait_for_change()
             continue
         frag = entry.fragment
-        yield _metadata(broker, entry, offset, index.end_offset)
+        yield _metadata(broker, entry, offset, replica.write_head())
         remote = entry.local is None
         if req.metadata_only or (remote and req.do_not_proxy) or (
                 req.end_offset and offset >= req.end_offset):

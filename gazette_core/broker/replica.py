@@ -56,8 +56,13 @@ class Replica:
         # rolled spools at once, replicas only later, as a safety net.
         self.primary = False
         self._delayed: dict[asyncio.TimerHandle, functools.partial[None]] = {}
-        # Replicate handlers serving this replica's spool for a remote primary.
-        self.streams: set[asyncio.Task[object]] = set()
+        # Replicate handlers serving this replica's spool, each with the primary it
+        # serves as (zone, suffix), or None for a route without a primary.
+        self.streams: dict[asyncio.Task[object], tuple[str, str] | None] = {}
+        # Set once the spool agrees with a primary's (a pipeline synchronised it): from
+        # then on every acknowledged append reaches it while it stays in the route.
+        self._synced = asyncio.Event()
+        self._revoked: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
 
@@ -79,7 +84,7 @@ class Replica:
         """Roll the spool so its content persists, and end the refresh loop."""
         await self._refresher.stop()
         for task in list(self.streams):  # they hold the lock for as long as the primary streams
-            task.cancel()
+            self._revoke(task)
         async with self.pipeline_lock:
             await self.close_pipeline()
             self.primary = True  # what is rolled now must be persisted now
@@ -90,14 +95,51 @@ class Replica:
             if self.spool.content_length() > 0:
                 self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)
 
-    def on_route(self, is_primary: bool) -> None:
-        """A demoted primary closes its pipeline, releasing the peers' spools."""
+    def on_route(self, primary: tuple[str, str] | None, is_primary: bool) -> None:
+        """A demoted primary closes its pipeline, releasing the peers' spools.
+
+        `primary` is the route's primary as (zone, suffix). Streams of a broker
+        that is no longer the route's primary are cancelled: one that froze or
+        went silent would otherwise hold the spool for ever, and the new primary
+        could never synchronise this replica.
+        """
         if not is_primary and self.pipeline is not None:
             asyncio.get_running_loop().create_task(self._demote(), name=f"demote {self.journal}")
+        for task, sender in list(self.streams.items()):
+            if sender is None or sender != primary:
+                log.info("cancelling the Replicate stream of a broker no longer primary",
+                         extra={"journal": self.journal})
+                self._revoke(task)
+
+    def _revoke(self, task: asyncio.Task[object]) -> None:
+        if task not in self._revoked:
+            self._revoked.add(task)
+            task.cancel()
+
+    def take_revoked(self, task: asyncio.Task[object]) -> bool:
+        """Whether `task` was cancelled by a revocation (forgetting it)."""
+        if task in self._revoked:
+            self._revoked.discard(task)
+            return True
+        return False
 
     async def _demote(self) -> None:
         async with self.pipeline_lock:
             await self.close_pipeline()
+
+    @property
+    def synced(self) -> bool:
+        """Whether a primary's pipeline has synchronised this spool (see `mark_synced`)."""
+        return self._synced.is_set()
+
+    def mark_synced(self) -> None:
+        """Record that the spool agrees with the primary's, so it ends at the write head."""
+        self._synced.set()
+
+    def write_head(self) -> int:
+        """The journal's write head as known here: a synchronised spool's end bounds it."""
+        end = self.index.end_offset
+        return max(end, self.spool.fragment.end) if self.synced else end
 
     async def close_pipeline(self) -> None:
         pipeline, self.pipeline = self.pipeline, None

@@ -4,7 +4,10 @@ The first message carries the primary's header: we resolve the journal at
 that revision and refuse with WRONG_ROUTE (and our own header) unless our
 Route is equivalent. Then every request is applied to the spool in order;
 proposals with `acknowledge` are answered. Uncommitted content is rolled back
-when the stream ends, however it ends.
+when the stream ends, however it ends. A route change that leaves the
+stream's sender no longer primary revokes the stream (the replica cancels
+it), which ends it with UNAVAILABLE: a frozen or silent primary must not hold
+the spool the next primary needs.
 """
 
 from __future__ import annotations
@@ -19,11 +22,18 @@ from gazette_core.broker.protocol.validate_ext import validate_replicate_request
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:
+    from gazette_core.broker.replica import Replica
     from gazette_core.broker.service import Broker
 
 
 class ReplicateStreamError(GazetteError):
     """The primary broke the Replicate protocol."""
+
+
+class ReplicateRevokedError(GazetteError):
+    """The replica dropped the stream: its sender is no longer primary, or it is stopping."""
+
+    retriable = True
 
 
 async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRequest]
@@ -47,16 +57,37 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
     assert replica is not None
     task = asyncio.current_task()
     assert task is not None
-    replica.streams.add(task)
+    route = first.header.route
+    sender = route.members[route.primary] if route.primary >= 0 else None
+    replica.streams[task] = None if sender is None else (sender.zone, sender.suffix)
+    try:
+        async for resp in _replicate(replica, res.header, first, requests):
+            yield resp
+    except asyncio.CancelledError:
+        if not replica.take_revoked(task):
+            raise
+        task.uncancel()
+        raise ReplicateRevokedError(f"replica of {replica.journal} ended the stream: its "
+                                    "sender is no longer primary, or the replica is "
+                                    "stopping") from None
+    finally:
+        replica.streams.pop(task, None)
+        replica.take_revoked(task)
+
+
+async def _replicate(replica: Replica, header: pb.Header, first: pb.ReplicateRequest,
+                     requests: AsyncIterator[pb.ReplicateRequest]
+                     ) -> AsyncIterator[pb.ReplicateResponse]:
+    """Apply the stream to the spool, holding it for as long as the primary streams."""
     async with replica.pipeline_lock:
         replica.primary = False
         try:
-            resp = replica.apply(first)
-            resp.header.CopyFrom(res.header)
+            resp = _apply(replica, first)
+            resp.header.CopyFrom(header)
             yield resp
             async for req in requests:
                 validate_replicate_request(req)
-                resp = replica.apply(req)
+                resp = _apply(replica, req)
                 if req.acknowledge:
                     yield resp
                 elif resp.status != pb.OK:
@@ -64,4 +95,11 @@ async def serve_replicate(broker: Broker, requests: AsyncIterator[pb.ReplicateRe
                         f"unacknowledged proposal failed: {pb.Status.Name(resp.status)}")
         finally:
             replica.rollback_local()
-            replica.streams.discard(task)
+
+
+def _apply(replica: Replica, req: pb.ReplicateRequest) -> pb.ReplicateResponse:
+    """Apply `req`; an agreed proposal means the spool now matches the primary's."""
+    resp = replica.apply(req)
+    if req.HasField("proposal") and resp.status == pb.OK:
+        replica.mark_synced()
+    return resp

@@ -167,8 +167,11 @@ class Resolver:
             return
         wanted: dict[str, KeyValue] = {}
         primary: set[str] = set()
+        primary_of: dict[str, tuple[str, str]] = {}  # every journal's primary (zone, suffix)
         for kv in self.keyspace.prefixed(f"{self.root}/assign/"):
             a = parse_assign_key(self.root, kv.key)
+            if a.slot == 0:
+                primary_of[a.item] = (a.zone, a.suffix)
             if (a.zone, a.suffix) != (self.process_id.zone, self.process_id.suffix):
                 continue
             item = self.keyspace.get(f"{self.root}/items/{a.item}")
@@ -188,7 +191,7 @@ class Resolver:
                 replica.start()
             else:
                 self.replicas[journal].on_spec(item)
-            self.replicas[journal].on_route(journal in primary)
+            self.replicas[journal].on_route(primary_of.get(journal), journal in primary)
         self._notice_route_changes(primary)
 
     def _notice_route_changes(self, primary: set[str]) -> None:

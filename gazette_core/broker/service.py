@@ -21,7 +21,7 @@ from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.keys import member_key
-from gazette_core.broker import suspension
+from gazette_core.broker import keepalive, suspension
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.http_gateway import HttpGateway, server_ssl_context
@@ -140,7 +140,7 @@ class Broker:
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(
-            options=GRPC_OPTIONS,
+            options=[*GRPC_OPTIONS, *keepalive.server_options()],
             interceptors=[JournalServerMetrics(), StatusInterceptor(),
                           *self.security.interceptors()])
         pb_grpc.add_JournalServicer_to_server(JournalServicer(self), self.server)
@@ -352,6 +352,7 @@ class Broker:
                 await replica.refresh()
                 if replica.index.end_offset > 0:
                     await pipeline.roll(replica.index.end_offset, codec)
+            replica.mark_synced()
         except BaseException:
             await replica.close_pipeline()
             raise

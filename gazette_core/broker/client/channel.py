@@ -8,11 +8,12 @@ too; the host is ignored). Channels are cached per event loop, address and
 `ClientConfig`, because `grpc.aio` channels are bound to the loop that
 created them and are meant to be shared by many calls.
 
-A `ClientConfig` holds the TLS files used for https endpoints and the
-authorization attached to every call. Callers pass one explicitly (brokers
-dialing peers do), or set the default for the current context with
-`use_client_config` (gazctl does, once per command), which reaches every
-dial made below it, including routed calls to other brokers.
+A `ClientConfig` holds the TLS files used for https endpoints, the
+authorization attached to every call and any channel arguments of its own.
+Callers pass one explicitly (brokers dialing peers do), or set the default
+for the current context with `use_client_config` (gazctl does, once per
+command), which reaches every dial made below it, including routed calls to
+other brokers.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class ClientConfig:
 
     tls: ClientTLS = field(default_factory=ClientTLS)
     auth: CallAuth | None = None
+    # Channel arguments overriding CHANNEL_OPTIONS (brokers' peer keepalives).
+    options: tuple[tuple[str, int], ...] = ()
 
 
 _NO_SETTINGS = ClientConfig()  # frozen, so safe to share as the default
@@ -139,10 +142,11 @@ def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:
 def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Channel:
     # Without authorization there are no interceptors, keeping calls on gRPC's direct path.
     hooks = interceptors(config.auth) if config.auth is not None else None
+    options = list({**dict(CHANNEL_OPTIONS), **dict(config.options)}.items())
     if secure:
         return grpc.aio.secure_channel(target, client_credentials(config.tls),
-                                       options=CHANNEL_OPTIONS, interceptors=hooks)
-    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=hooks)
+                                       options=options, interceptors=hooks)
+    return grpc.aio.insecure_channel(target, options=options, interceptors=hooks)
 
 
 def journal_stub(address: str | None = None, config: ClientConfig | None = None
