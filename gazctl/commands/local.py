@@ -53,6 +53,8 @@ def env(directory: str | None = Dir) -> None:
     stack = _load(directory)
     stdout.out(f"export BROKER_ADDRESS={stack.brokers[0].endpoint}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+    # The brokers' --broker.file-root, for commands that reach file:// stores themselves.
+    stdout.out(f"export BROKER_FILE_ROOT={shlex.quote(str(stack.directory / 'fragments'))}")
     if stack.auth_keys:
         stdout.out(f"export BROKER_AUTH_KEYS={shlex.quote(stack.auth_keys)}")
     if stack.s3_store is not None:

@@ -114,8 +114,9 @@ def prune(address: str, stack: Stack, *args: str) -> dict[str, object]:
 def summary(**values: object) -> dict[str, object]:
     base: dict[str, object] = {
         "journals": 0, "journals_skipped": 0, "fragments": 0, "fragments_unpersisted": 0,
-        "fragments_pruned": 0, "fragments_kept": 0, "permission_denied": 0, "failed": 0,
-        "bytes_total": 0, "bytes_pruned": 0, "bytes_kept": 0, "dry_run": False,
+        "fragments_pruned": 0, "already_gone": 0, "fragments_kept": 0, "permission_denied": 0,
+        "failed": 0, "bytes_total": 0, "bytes_pruned": 0, "bytes_already_gone": 0,
+        "bytes_kept": 0, "dry_run": False,
         "skipped_journals": [], "errors": []}
     return base | values
 
@@ -149,9 +150,15 @@ def test_dry_run_deletes_nothing_and_prints_a_table(address: str, stack: Stack) 
                 address, "--file-root", str(stack.directory / "fragments"))
 
     assert [line.split() for line in result.stdout.splitlines()] == [
-        ["Journals", "Skipped", "Fragments", "Pruned", "Pruned", "bytes", "Kept", "Kept",
-         "bytes", "Permission", "denied", "Failed"],
-        ["2", "0", "6", "2", "2.3", "KiB", "4", "3.9", "KiB", "0", "0"]]
+        ["Count", "Bytes"],
+        ["Journals", "2"],
+        ["Skipped", "(suspended)", "0"],
+        ["Fragments", "6", "6.2", "KiB"],
+        ["Pruned", "2", "2.3", "KiB"],
+        ["Already", "gone", "0", "0", "B"],
+        ["Kept", "4", "3.9", "KiB"],
+        ["Permission", "denied", "0"],
+        ["Failed", "0"]]
     assert result.stderr == "dry run: nothing was deleted\n"
     for name in ("hourly", "daily"):
         assert files(stack, f"{p}/{name}") == PERSISTED

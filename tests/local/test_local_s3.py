@@ -120,6 +120,7 @@ def test_env_prints_the_store_url_and_credentials(up_output: str, stack_dir: Pat
 
     assert out == (f"export BROKER_ADDRESS={stack.brokers[0].endpoint}\n"
                    f"export ETCD_ADDRESS={stack.etcd.endpoint}\n"
+                   f"export BROKER_FILE_ROOT={stack.directory / 'fragments'}\n"
                    f"export GAZETTE_S3_STORE='{stack.s3_store}'\n"
                    "export AWS_ACCESS_KEY_ID=testing\n"
                    "export AWS_SECRET_ACCESS_KEY=testing\n"
