@@ -33,7 +33,7 @@ APPENDS = [bytes([ord("a") + n]) * 800 for n in range(4)]
 PERSISTED = [(0, 800), (800, 2400)]
 
 
-def tree(prefix: str, children: str) -> str:
+def tree(prefix: str, children: str, refresh: str = "1s") -> str:
     return f"""\
 name: {prefix}/
 replication: 1
@@ -45,7 +45,7 @@ fragment:
   compression_codec: NONE
   stores:
     - file:///
-  refresh_interval: 1s
+  refresh_interval: {refresh}
 children:
 {children}"""
 
@@ -64,9 +64,14 @@ def _fragments(address: str, journal: str) -> list[pb.FragmentsResponse._Fragmen
         stub, pb.FragmentsRequest(journal=journal)))
 
 
-def populate(address: str, prefix: str, children: list[str], appended: list[str]) -> None:
-    """Apply the tree and roll `appended` journals into two persisted fragments each."""
-    specs = tree(prefix, "".join(sorted(children)))
+def populate(address: str, prefix: str, children: list[str], appended: list[str],
+             refresh: str = "1s") -> None:
+    """Apply the tree and roll `appended` journals into two persisted fragments each.
+
+    `refresh` is the journals' fragment refresh_interval (how long a broker's
+    index may list fragments a prune deleted).
+    """
+    specs = tree(prefix, "".join(sorted(children)), refresh)
     ok("journals", "apply", "--broker.address", address, input=specs)
     for name in appended:
         wait_primaries(address, f"name={prefix}/{name}")

@@ -93,6 +93,30 @@ def test_gateway_get_from_zero_returns_the_spool(address: str, stack: Stack) -> 
     assert trailer == b"X-Close-Error: OFFSET_NOT_YET_AVAILABLE\r\n"
 
 
+def test_reads_right_after_a_prune_skip_what_the_index_still_lists(address: str,
+                                                                   stack: Stack) -> None:
+    # An hour between listings: the broker's index still lists the pruned fragments.
+    p = "jump-stale"
+    journal = f"{p}/hourly"
+    populate(address, p, [child(p, "hourly", "1h")], ["hourly"], refresh="1h")
+    assert prune(address, stack, "-l", f"suite={p}")["fragments_pruned"] == 2
+    assert [f.spec.begin for f in _fragments(address, journal)] == [0, 800, 2400]
+    http = stack.brokers[0].http
+    assert http is not None
+
+    async def read(stub: JournalAsyncStub) -> tuple[bytes, int, int]:
+        async with RetryReader(stub, pb.ReadRequest(journal=journal)) as reader:
+            content = b"".join([chunk async for chunk in reader])
+            return content, reader.offset, reader.skipped
+
+    assert with_broker(address, read) == (APPENDS[3], SPOOL[1], SPOOL[0])
+    head, body, _ = asyncio.run(raw_get(f"{http}/{journal}?offset=0"))
+    assert f"Content-Range: bytes {SPOOL[0]}-".encode() in head
+    assert body == APPENDS[3]
+    # The read listed the store again: the index no longer holds what is gone.
+    assert [f.spec.begin for f in _fragments(address, journal)] == [2400]
+
+
 def test_gazctl_read_stops_at_a_gap_below_the_write_head(address: str, stack: Stack,
                                                          tmp_path: Path) -> None:
     p = "gap-gazctl"
