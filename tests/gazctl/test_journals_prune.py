@@ -193,7 +193,7 @@ def test_help_names_every_flag_and_exits_0() -> None:
 
     assert result.exit_code == 0
     for flag in ("--selector", "-l", "--dry-run", "--spark-master", "--format", "--file-root",
-                 "--broker.address"):
+                 "--file-only", "--broker.address"):
         assert flag in result.stdout
 
 
