@@ -33,6 +33,8 @@ KNOWN = {
     "authkeys": ("journals.Broker", "AuthKeys", "BROKER_AUTH_KEYS"),
     "authtoken": ("journals.Broker", "AuthToken", "BROKER_AUTH_TOKEN"),
     "zone": ("journals", "Zone", "ZONE"),
+    # Not in Go's gazctl: the brokers' --broker.file-root, for `journals prune`.
+    "fileroot": ("journals.Broker", "FileRoot", "BROKER_FILE_ROOT"),
 }
 SECRETS = frozenset({"authkeys", "authtoken"})
 

@@ -13,7 +13,12 @@ Rules:
 - Suspended journals are skipped: their fragments are not listed at all.
 - Bytes are logical content bytes (`end - begin`), not stored (compressed) bytes.
 - A delete refused for lack of permission is counted, not fatal; a fragment
-  already gone counts as pruned; any other failed delete is counted as failed.
+  the store no longer has counts as `already_gone`, never as pruned (a run
+  where every delete found nothing is warned about: most likely the file root
+  is not the brokers'); any other failed delete is counted as failed.
+- `file://` stores (every store, with `file_only`, as `--broker.file-only` does
+  on brokers) resolve under `file_root`, which must then be given: there is no
+  default, so a guess never deletes another cluster's files.
 - With `dry_run`, everything is counted the same and nothing is deleted
   (no Spark session is started: there is nothing to hand to executors).
 
@@ -27,16 +32,18 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
-from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_nanos
 from gazette_core.broker.protocol.labels_ext import parse_selector
@@ -49,8 +56,10 @@ from spark_jobs.session import DEFAULT_MASTER, get_session
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
-DEFAULT_FILE_ROOT = BrokerConfig.file_root
+FILE_ROOT_ENV = "BROKER_FILE_ROOT"  # the brokers' own variable for --broker.file-root
+FILE_ONLY_ENV = "BROKER_FILE_ONLY"
 NANOS = 1_000_000_000
+TRUE = ("1", "true", "yes", "on")
 # Deletes in flight at once within one executor partition.
 PARTITION_CONCURRENCY = 8
 
@@ -68,6 +77,16 @@ clock: Callable[[], float] = time.time
 
 class NothingMatched(GazetteError):
     """The selector matched no journal."""
+
+
+class FileRootUnknown(ValidationError):
+    """Fragments to delete live in `file://` stores, but no file root was given."""
+
+    def __init__(self, fragment: pb.Fragment) -> None:
+        super().__init__("--file-root", (
+            f"journal {fragment.journal} keeps fragments in {fragment.backing_store} but the "
+            f"brokers' file root is unknown; pass their --broker.file-root as --file-root "
+            f"or ${FILE_ROOT_ENV}"))
 
 
 class ListingProgress(Protocol):
@@ -105,15 +124,19 @@ class PruneSummary:
     fragments: int = 0
     fragments_unpersisted: int = 0
     fragments_pruned: int = 0
+    already_gone: int = 0
     fragments_kept: int = 0
     permission_denied: int = 0
     failed: int = 0
     bytes_total: int = 0
     bytes_pruned: int = 0
+    bytes_already_gone: int = 0
     bytes_kept: int = 0
     dry_run: bool = False
     skipped_journals: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # For stderr only (not in the JSON): e.g. that no delete found anything.
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -122,11 +145,13 @@ class PruneSummary:
             "fragments": self.fragments,
             "fragments_unpersisted": self.fragments_unpersisted,
             "fragments_pruned": self.fragments_pruned,
+            "already_gone": self.already_gone,
             "fragments_kept": self.fragments_kept,
             "permission_denied": self.permission_denied,
             "failed": self.failed,
             "bytes_total": self.bytes_total,
             "bytes_pruned": self.bytes_pruned,
+            "bytes_already_gone": self.bytes_already_gone,
             "bytes_kept": self.bytes_kept,
             "dry_run": self.dry_run,
             "skipped_journals": list(self.skipped_journals),
@@ -198,33 +223,56 @@ def plan_prune(journals: Iterable[tuple[pb.JournalSpec, Sequence[pb.Fragment]]],
     return plan
 
 
-def delete_partition(file_root: str, items: Iterable[bytes]) -> Iterator[Outcome]:
+def uses_file_root(store: str, file_only: bool) -> bool:
+    """Whether fragments of `store` live under the file root (`file://`, or any in file-only)."""
+    return file_only or urlsplit(store).scheme == "file"
+
+
+def check_file_root(expired: Iterable[pb.Fragment], file_root: str | None,
+                    file_only: bool) -> None:
+    """Refuse to go on when a fragment to delete needs a file root that is missing or wrong."""
+    needing = next((f for f in expired if uses_file_root(f.backing_store, file_only)), None)
+    if needing is None:
+        return
+    if not file_root:
+        raise FileRootUnknown(needing)
+    if not Path(file_root).is_dir():
+        raise ValidationError("--file-root", f"{file_root!r} is not a directory (it must be "
+                                             "the brokers' --broker.file-root)")
+
+
+def delete_partition(file_root: str, items: Iterable[bytes], file_only: bool = False
+                     ) -> Iterator[Outcome]:
     """Delete one partition's fragments (serialized `Fragment`s); one outcome per fragment.
 
     Runs on executors: stores are built there from each fragment's backing
-    store URL, with `file_root` rooting `file://` URLs.
+    store URL, with `file_root` rooting `file://` URLs (all URLs, with `file_only`).
     """
     fragments = [pb.Fragment.FromString(item) for item in items]
     if not fragments:
         return iter(())
-    return iter(asyncio.run(_delete_all(fragments, file_root)))
+    return iter(asyncio.run(_delete_all(fragments, file_root, file_only)))
 
 
-async def _delete_all(fragments: list[pb.Fragment], file_root: str) -> list[Outcome]:
+async def _delete_all(fragments: list[pb.Fragment], file_root: str, file_only: bool
+                      ) -> list[Outcome]:
     gate = asyncio.Semaphore(PARTITION_CONCURRENCY)
 
     async def one(f: pb.Fragment) -> Outcome:
         async with gate:
-            return await delete_fragment(f, file_root)
+            return await delete_fragment(f, file_root, file_only)
 
     return await asyncio.gather(*(one(f) for f in fragments))
 
 
-async def delete_fragment(f: pb.Fragment, file_root: str) -> Outcome:
+async def delete_fragment(f: pb.Fragment, file_root: str, file_only: bool = False) -> Outcome:
     """Delete one fragment from its backing store and say how that went."""
     size = f.end - f.begin
+    if not file_root and uses_file_root(f.backing_store, file_only):
+        # A relative root would resolve against the executor's working directory.
+        return FAILED, f.journal, size, f"{f.backing_store}: no file root to resolve it under"
     try:
-        await get_store(f.backing_store, file_root).delete(f)
+        await get_store(f.backing_store, file_root, file_only).delete(f)
     except StorePermissionError as exc:
         return DENIED, f.journal, size, str(exc)
     except StoreNotFoundError:
@@ -234,7 +282,8 @@ async def delete_fragment(f: pb.Fragment, file_root: str) -> Outcome:
     return PRUNED, f.journal, size, ""
 
 
-def delete_on_spark(expired: Sequence[pb.Fragment], master: str, file_root: str) -> list[Outcome]:
+def delete_on_spark(expired: Sequence[pb.Fragment], master: str, file_root: str,
+                    file_only: bool = False) -> list[Outcome]:
     """Spread the deletes of `expired` over the executors of `master` and collect outcomes."""
     if not expired:
         return []
@@ -242,7 +291,7 @@ def delete_on_spark(expired: Sequence[pb.Fragment], master: str, file_root: str)
     slices = max(1, min(len(expired), sc.defaultParallelism * 2))
     rdd = sc.parallelize([f.SerializeToString() for f in expired], slices)
     outcomes: list[Outcome] = rdd.mapPartitions(
-        functools.partial(delete_partition, file_root)).collect()
+        functools.partial(delete_partition, file_root, file_only=file_only)).collect()
     return outcomes
 
 
@@ -257,9 +306,12 @@ def summarize(selection: Selection, plan: Plan, outcomes: Sequence[Outcome],
         s.fragments_pruned = len(plan.expired)
         s.bytes_pruned = sum(f.end - f.begin for f in plan.expired)
     for outcome, _, size, message in outcomes:
-        if outcome in (PRUNED, GONE):
+        if outcome == PRUNED:
             s.fragments_pruned += 1
             s.bytes_pruned += size
+        elif outcome == GONE:
+            s.already_gone += 1
+            s.bytes_already_gone += size
         elif outcome == DENIED:
             s.permission_denied += 1
         else:
@@ -267,31 +319,49 @@ def summarize(selection: Selection, plan: Plan, outcomes: Sequence[Outcome],
         if message:
             s.errors.append(message)
     s.errors.sort()
-    s.fragments_kept = s.fragments - s.fragments_pruned
-    s.bytes_kept = s.bytes_total - s.bytes_pruned
+    s.fragments_kept = s.fragments - s.fragments_pruned - s.already_gone
+    s.bytes_kept = s.bytes_total - s.bytes_pruned - s.bytes_already_gone
     return s
 
 
+def nothing_found(deletes: int, file_root: str | None) -> str:
+    """The warning of a run none of whose `deletes` found its fragment."""
+    text = f"none of the {deletes} expired fragments was found in its store"
+    if file_root is None:
+        return f"{text}: were they deleted already?"
+    return (f"{text}: is {file_root} the brokers' --broker.file-root? (else they were "
+            "deleted already)")
+
+
 def prune_selection(selection: Selection, *, now: float | None = None, dry_run: bool = False,
-                    master: str = DEFAULT_MASTER, file_root: str = DEFAULT_FILE_ROOT,
+                    master: str = DEFAULT_MASTER, file_root: str | None = None,
+                    file_only: bool = False,
                     while_deleting: Callable[[int], AbstractContextManager[object]] | None = None,
                     ) -> PruneSummary:
     """Plan against `now` (default: the current time), delete on Spark unless `dry_run`.
 
-    `while_deleting(n)`, if given, is entered around the deletes of the `n` expired
-    fragments (Spark start-up included), e.g. to show a spinner meanwhile.
+    `file_root` (None: unknown) roots `file://` stores, and every store with
+    `file_only`; it is required once such a store holds an expired fragment,
+    in a dry run too. `while_deleting(n)`, if given, is entered around the
+    deletes of the `n` expired fragments (Spark start-up included), e.g. to
+    show a spinner meanwhile.
     """
     plan = plan_prune(selection.journals, clock() if now is None else now)
+    check_file_root(plan.expired, file_root, file_only)
     outcomes: list[Outcome] = []
     if not dry_run:
         with (while_deleting or nullcontext)(len(plan.expired)):
-            outcomes = delete_on_spark(plan.expired, master, file_root)
-    return summarize(selection, plan, outcomes, dry_run)
+            outcomes = delete_on_spark(plan.expired, master, file_root or "", file_only)
+    summary = summarize(selection, plan, outcomes, dry_run)
+    if outcomes and summary.already_gone == len(outcomes):
+        rooted = any(uses_file_root(f.backing_store, file_only) for f in plan.expired)
+        summary.warnings.append(nothing_found(len(outcomes), file_root if rooted else None))
+    return summary
 
 
 def run_prune(address: str, selector: str, *, now: float | None = None, dry_run: bool = False,
-              master: str = DEFAULT_MASTER, file_root: str = DEFAULT_FILE_ROOT,
-              timeout: float = DEFAULT_TIMEOUT) -> PruneSummary:
+              master: str = DEFAULT_MASTER, file_root: str | None = None,
+              file_only: bool = False, timeout: float = DEFAULT_TIMEOUT) -> PruneSummary:
     """List through the broker at `address`, then prune; the whole job in one call."""
     if not selector.strip():
         raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
@@ -305,7 +375,7 @@ def run_prune(address: str, selector: str, *, now: float | None = None, dry_run:
 
     selection = asyncio.run(fetch())
     return prune_selection(selection, now=now, dry_run=dry_run, master=master,
-                           file_root=file_root)
+                           file_root=file_root, file_only=file_only)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,14 +388,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-l", "--selector", required=True)
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--spark-master", default=DEFAULT_MASTER)
-    parser.add_argument("--file-root", default=DEFAULT_FILE_ROOT,
-                        help="Directory rooting file:// fragment stores.")
+    parser.add_argument("--file-root", default=os.environ.get(FILE_ROOT_ENV) or None,
+                        help="The brokers' --broker.file-root, rooting file:// fragment "
+                             f"stores [${FILE_ROOT_ENV}] (no default).")
+    parser.add_argument("--file-only", action="store_true",
+                        default=os.environ.get(FILE_ONLY_ENV, "").lower() in TRUE,
+                        help="Every store is file:/// under --file-root, as with the "
+                             f"brokers' --broker.file-only [${FILE_ONLY_ENV}].")
     parser.add_argument("--now", type=float, default=None,
                         help="Judge retention as of this unix time (default: now).")
     args = parser.parse_args(argv)
     try:
         summary = run_prune(args.address, args.selector, now=args.now, dry_run=args.dry_run,
-                            master=args.spark_master, file_root=args.file_root)
+                            master=args.spark_master, file_root=args.file_root,
+                            file_only=args.file_only)
     except NothingMatched as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -334,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for name in summary.skipped_journals:
         print(f"note: skipped suspended journal {name}", file=sys.stderr)
+    for message in summary.warnings:
+        print(f"warning: {message}", file=sys.stderr)
     print(json.dumps(summary.as_dict(), separators=(",", ":")))
     return 1 if summary.failed else 0
 

@@ -4,6 +4,12 @@ One session lives per process (Spark allows one SparkContext). `get_session`
 hands back the running one when it already uses the asked-for master and
 otherwise stops it and starts another, so tests and long-lived callers can
 run several jobs without paying JVM start-up each time.
+
+The JVM a session starts writes its console output (Spark's log lines and the
+JVM's own warnings, the Python workers' stderr in local mode) to `jvm_log()`,
+by default `~/.local/state/gazette/spark.log`, never to the terminal: a
+command's own output (a table, JSON) is all that reaches stdout and stderr.
+Under spark-submit the JVM is spark-submit's and its output stays where it is.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ if TYPE_CHECKING:  # pyspark is imported when a session is built, not with every
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+JVM_LOG_ENV = "GAZETTE_SPARK_LOG"
 
 # Jobs move lists of fragment names, not data: keep the JVMs small.
 BASE_CONF: Mapping[str, str] = {
@@ -90,10 +97,39 @@ def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
     if is_loopback_master(master):
         # Read by the JVM at launch; keeps Spark from picking an outward interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = SparkSession.builder.config(conf=session_conf(master, app_name, extra)).getOrCreate()
+    conf = session_conf(master, app_name, extra)
+    _start_jvm(conf)
+    session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _session = session
     return session
+
+
+def jvm_log() -> Path:
+    """Where the JVM's console output goes: $GAZETTE_SPARK_LOG, else the gazette state dir."""
+    if path := os.environ.get(JVM_LOG_ENV):
+        return Path(path)
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "gazette" / "spark.log"
+
+
+def _start_jvm(conf: SparkConf) -> None:
+    """Start this process's Spark JVM with its output in `jvm_log()`, unless it runs.
+
+    PySpark starts the JVM with the first SparkContext and keeps it for later ones;
+    started here instead, its stdout and stderr are the log file, not ours.
+    """
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return  # Running already, or spark-submit's.
+    log = jvm_log()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def stop_session() -> None:

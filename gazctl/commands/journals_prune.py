@@ -13,11 +13,11 @@ import sys
 import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, Timeout, run
+from gazctl.config import BrokerAddress, Timeout, broker_address, run
+from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity, humanize_bytes, journal_progress, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import (
-    DEFAULT_FILE_ROOT,
     NothingMatched,
     PruneSummary,
     fetch_selection,
@@ -40,20 +40,21 @@ def prune(
                                      help="Spark master running the deletes, e.g. "
                                           "spark://host:7077."),
     output: Format = typer.Option(Format.text, "--format", help="Summary format."),
-    file_root: str = typer.Option(DEFAULT_FILE_ROOT, "--file-root", envvar="BROKER_FILE_ROOT",
-                                  show_envvar=True,
-                                  help="Directory rooting file:// fragment stores (as the "
-                                       "brokers' --broker.file-root)."),
+    file_root: str | None = FileRoot,
+    file_only: bool = FileOnly,
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
     """Delete persisted fragments older than their journal's fragment retention.
 
     Retention 0 keeps fragments forever; suspended journals are skipped. Deletes
-    refused for lack of permission are counted, not fatal. Exit codes: 0 done,
-    1 error (or a failed delete), 2 usage error, 3 the selector matched nothing.
+    refused for lack of permission are counted, not fatal; fragments the store no
+    longer has are counted as already gone, and a warning says so when no delete
+    found anything. Exit codes: 0 done, 1 error (or a failed delete, or file://
+    stores with no known file root), 2 usage error, 3 the selector matched nothing.
     """
     sel = require_selector(selector)
+    root, _ = resolve_file_root(file_root, broker_address(broker))
     try:
         # Both bars are transient and shown only when stdout is a terminal, so the notes,
         # warnings and summary below come out exactly as they do without them.
@@ -65,12 +66,12 @@ def prune(
     for name in selection.suspended:
         stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
     # The deletes' outcomes come back only once the whole Spark job is collected, so they
-    # get a spinner (covering Spark's start-up too) rather than a count. Spark's JVM writes
-    # its own warnings straight to fd 2, past rich's redirect: one may share a line with it.
+    # get a spinner (covering Spark's start-up too) rather than a count. Spark's JVM
+    # writes to its log file (spark_jobs.session), not over the spinner or the table.
     summary = prune_selection(
-        selection, dry_run=dry_run, master=spark_master, file_root=file_root,
+        selection, dry_run=dry_run, master=spark_master, file_root=root, file_only=file_only,
         while_deleting=lambda n: activity(f"Deleting {n} expired fragments on {spark_master}"))
-    for message in summary.errors:
+    for message in [*summary.errors, *summary.warnings]:
         stderr.print(f"warning: {message}", highlight=False, markup=False)
     _render(summary, output)
     if summary.failed:
@@ -83,9 +84,15 @@ def _render(summary: PruneSummary, output: Format) -> None:
         return
     if summary.dry_run:
         stderr.print("dry run: nothing was deleted", highlight=False)
-    table(["Journals", "Skipped", "Fragments", "Pruned", "Pruned bytes", "Kept", "Kept bytes",
-           "Permission denied", "Failed"],
-          [[str(summary.journals), str(summary.journals_skipped), str(summary.fragments),
-            str(summary.fragments_pruned), humanize_bytes(summary.bytes_pruned),
-            str(summary.fragments_kept), humanize_bytes(summary.bytes_kept),
-            str(summary.permission_denied), str(summary.failed)]])
+    # One row per count, so the table stays narrow enough for any terminal.
+    s = summary
+    table(["", "Count", "Bytes"], [
+        ["Journals", str(s.journals), ""],
+        ["Skipped (suspended)", str(s.journals_skipped), ""],
+        ["Fragments", str(s.fragments), humanize_bytes(s.bytes_total)],
+        ["Pruned", str(s.fragments_pruned), humanize_bytes(s.bytes_pruned)],
+        ["Already gone", str(s.already_gone), humanize_bytes(s.bytes_already_gone)],
+        ["Kept", str(s.fragments_kept), humanize_bytes(s.bytes_kept)],
+        ["Permission denied", str(s.permission_denied), ""],
+        ["Failed", str(s.failed), ""],
+    ])

@@ -57,6 +57,8 @@ def env(directory: str | None = Dir) -> None:
     # Every broker: gazctl dials the first live one, so killing one leaves the rest usable.
     stdout.out(f"export BROKER_ADDRESS={','.join(b.endpoint for b in stack.brokers)}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+    # The brokers' --broker.file-root, for commands that reach file:// stores themselves.
+    stdout.out(f"export BROKER_FILE_ROOT={shlex.quote(str(stack.directory / 'fragments'))}")
     if stack.auth_keys:
         stdout.out(f"export BROKER_AUTH_KEYS={shlex.quote(stack.auth_keys)}")
     if stack.s3_store is not None:

@@ -111,7 +111,11 @@ async def read_one(stub: JournalAsyncStub, req: pb.ReadRequest, out: Output,
                 out.lock.release()
                 held = False
         else:
-            finals[req.journal] = max(reader.offset, reader.write_head or 0)
+            # Where the broker says reading stopped: after an offset jump that is past
+            # the skipped range, but never the write head when content below it is
+            # not yet readable (that would skip it for good).
+            finals[req.journal] = (reader.offset if reader.offset >= 0
+                                   else reader.write_head or 0)
     finally:
         reader.close()
         if held:

@@ -18,6 +18,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_read_request
 from gazette_core.broker.proxy import proxy_read
 from gazette_core.broker.resolver import Resolution
+from gazette_core.broker.stores.base import StoreNotFoundError
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -85,6 +86,7 @@ async def _serve_local(broker: Broker, res: Resolution, req: pb.ReadRequest
     if offset == -1 and replica.synced:
         offset = replica.write_head()
     index = replica.index
+    vanished: set[tuple[int, int]] = set()  # listed fragments their store no longer had
     while True:
         entry, offset = index.query(offset, req.begin_mod_time)
         if entry is None:
@@ -109,8 +111,19 @@ async def _serve_local(broker: Broker, res: Resolution, req: pb.ReadRequest
                 req.end_offset and offset >= req.end_offset):
             return
         stop = frag.end if not req.end_offset else min(frag.end, req.end_offset)
-        async for resp in _content(broker, entry, offset, stop):
-            yield resp
+        sent = False
+        try:
+            async for resp in _content(broker, entry, offset, stop):
+                sent = True
+                yield resp
+        except StoreNotFoundError:
+            # Deleted (pruned) since the index last listed its stores: list them again
+            # and query anew, which jumps past it; the next metadata says the offset.
+            if not remote or sent or (frag.begin, frag.end) in vanished:
+                raise
+            vanished.add((frag.begin, frag.end))
+            await replica.refresh()
+            continue
         offset = stop
         if req.end_offset and offset >= req.end_offset:
             return

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gazette_core.allocator.keys import member_key
 from gazette_core.errors import GazetteError
@@ -291,3 +292,26 @@ def active_broker_address() -> str | None:
         if processes.alive(b.pid, b.marker):
             return b.endpoint
     return None
+
+
+def fragments_dir_of(address: str) -> Path | None:
+    """The file root of the active local stack's brokers, if `address` is one of them.
+
+    Hosts match loosely (localhost and 127.0.0.1 are one host); ports exactly.
+    """
+    try:
+        directory = Path((POINTER / "active-stack").read_text().strip())
+    except OSError:
+        return None
+    stack = Stack.load(directory)
+    if stack is None or not _is_loopback(address):
+        return None
+    port = urlsplit(address).port
+    if any(b.port == port for b in stack.brokers):
+        return stack.directory / "fragments"
+    return None
+
+
+def _is_loopback(address: str) -> bool:
+    host = urlsplit(address).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1")

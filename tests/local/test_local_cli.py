@@ -122,7 +122,8 @@ def test_env_prints_exports_for_the_stack(up_output: str, stack_dir: Path,
     out = _ok("local", "env", "--dir", str(stack_dir), env=env)
 
     assert out == (f"export BROKER_ADDRESS={stack.brokers[0].endpoint}\n"
-                   f"export ETCD_ADDRESS={stack.etcd.endpoint}\n")
+                   f"export ETCD_ADDRESS={stack.etcd.endpoint}\n"
+                   f"export BROKER_FILE_ROOT={stack.directory / 'fragments'}\n")
 
 
 def test_up_makes_the_stack_active_for_later_commands(

@@ -120,6 +120,7 @@ def test_env_prints_the_store_url_and_credentials(up_output: str, stack_dir: Pat
 
     assert out == (f"export BROKER_ADDRESS={stack.brokers[0].endpoint}\n"
                    f"export ETCD_ADDRESS={stack.etcd.endpoint}\n"
+                   f"export BROKER_FILE_ROOT={stack.directory / 'fragments'}\n"
                    f"export GAZETTE_S3_STORE='{stack.s3_store}'\n"
                    "export AWS_ACCESS_KEY_ID=testing\n"
                    "export AWS_SECRET_ACCESS_KEY=testing\n"
@@ -186,8 +187,9 @@ def test_prune_deletes_expired_fragments_from_the_bucket(up_output: str, stack_d
 
     assert json.loads(out) == {
         "journals": 2, "journals_skipped": 0, "fragments": 6, "fragments_unpersisted": 2,
-        "fragments_pruned": 2, "fragments_kept": 4, "permission_denied": 0, "failed": 0,
-        "bytes_total": 6400, "bytes_pruned": 2400, "bytes_kept": 4000, "dry_run": False,
+        "fragments_pruned": 2, "already_gone": 0, "fragments_kept": 4, "permission_denied": 0,
+        "failed": 0, "bytes_total": 6400, "bytes_pruned": 2400, "bytes_already_gone": 0,
+        "bytes_kept": 4000, "dry_run": False,
         "skipped_journals": [], "errors": []}
     assert _keys(stack.s3.endpoint, "s3/pruned") == []
     assert _keys(stack.s3.endpoint, "s3/kept") == kept

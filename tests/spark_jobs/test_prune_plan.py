@@ -19,8 +19,10 @@ from spark_jobs.prune import (
     FAILED,
     GONE,
     PRUNED,
+    FileRootUnknown,
     Plan,
     Selection,
+    check_file_root,
     delete_partition,
     plan_prune,
     summarize,
@@ -83,7 +85,7 @@ def test_retention_is_per_journal() -> None:
     assert (plan.fragments, plan.bytes_total) == (2, 12)
 
 
-def test_summary_folds_outcomes_and_keeps_the_rest() -> None:
+def test_summary_folds_outcomes_and_counts_missing_fragments_apart() -> None:
     selection = Selection(journals=[(spec("a/j", HOUR), [])], suspended=["a/off"])
     plan = Plan(expired=[], fragments=6, unpersisted=1, bytes_total=1000)
     outcomes = [(PRUNED, "a/j", 100, ""), (GONE, "a/j", 50, ""),
@@ -93,8 +95,9 @@ def test_summary_folds_outcomes_and_keeps_the_rest() -> None:
 
     assert summary.as_dict() == {
         "journals": 1, "journals_skipped": 1, "fragments": 6, "fragments_unpersisted": 1,
-        "fragments_pruned": 2, "fragments_kept": 4, "permission_denied": 1, "failed": 1,
-        "bytes_total": 1000, "bytes_pruned": 150, "bytes_kept": 850, "dry_run": False,
+        "fragments_pruned": 1, "already_gone": 1, "fragments_kept": 4, "permission_denied": 1,
+        "failed": 1, "bytes_total": 1000, "bytes_pruned": 100, "bytes_already_gone": 50,
+        "bytes_kept": 850, "dry_run": False,
         "skipped_journals": ["a/off"], "errors": ["disk on fire", "no: denied"]}
 
 
@@ -158,6 +161,29 @@ def test_other_delete_errors_are_failures() -> None:
 
     assert outcomes == [(FAILED, "a/j", 10, "fragment store 'nosuch://bucket/' is unusable: "
                                             "no fragment store adapter for scheme 'nosuch'")]
+
+
+def test_file_only_deletes_any_stores_fragments_under_the_file_root(tmp_path: Path) -> None:
+    # As a --broker.file-only broker persisted it: file:/// under its root, whatever the URL.
+    f = frag("a/j", 0, 10, 5, store="s3://bucket/prefix/")
+    path = stored(tmp_path, f)
+
+    outcomes = list(delete_partition(str(tmp_path), [f.SerializeToString()], file_only=True))
+
+    assert (outcomes, path.exists()) == ([(PRUNED, "a/j", 10, "")], False)
+
+
+def test_file_stores_need_a_file_root(tmp_path: Path) -> None:
+    on_file, on_s3 = frag("a/j", 0, 10, 5), frag("a/k", 0, 10, 5, store="s3://bucket/")
+
+    check_file_root([on_s3], None, file_only=False)  # S3 alone needs none
+    check_file_root([on_file, on_s3], str(tmp_path), file_only=False)
+    for expired, file_only in (([on_s3, on_file], False), ([on_s3], True)):
+        with pytest.raises(FileRootUnknown, match=r"journal a/[jk] keeps fragments in"):
+            check_file_root(expired, None, file_only)
+    # Executors refuse too, rather than resolve a store against their working directory.
+    assert list(delete_partition("", [on_file.SerializeToString()])) == [
+        (FAILED, "a/j", 10, "file:///: no file root to resolve it under")]
 
 
 @pytest.mark.parametrize(("master", "loopback"), [

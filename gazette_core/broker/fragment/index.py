@@ -29,6 +29,9 @@ class FragmentIndex:
         self._set = CoverSet()
         self._changed = asyncio.Event()
         self._refreshed = asyncio.Event()
+        # The furthest end of any persisted fragment a listing ever showed: content
+        # below it was persisted once, so if it is no longer listed it was deleted.
+        self._persisted_end = 0
 
     @property
     def begin_offset(self) -> int:
@@ -61,6 +64,7 @@ class FragmentIndex:
     def replace_remote(self, fragments: list[pb.Fragment], mark_refreshed: bool = True) -> None:
         """Adopt a store listing; local fragments it fully covers are dropped."""
         remote = CoverSet([IndexEntry(f) for f in fragments])
+        self._persisted_end = max(self._persisted_end, remote.end_offset)
         combined = CoverSet(list(remote))
         local = CoverSet()
         for entry in self._local:
@@ -83,7 +87,9 @@ class FragmentIndex:
         """The entry serving `offset` (or None) and the effective offset.
 
         `offset == -1` means the index end. Across a gap, the offset jumps to a
-        persisted fragment that is first in the index or older than 6 h.
+        persisted fragment that is first in the index or older than 6 h, and to an
+        unpersisted first fragment once everything below it was persisted and has
+        since been deleted (pruned).
         Persisted fragments modified before `begin_mod_time` are skipped.
         """
         if offset == -1:
@@ -103,10 +109,13 @@ class FragmentIndex:
             return None, offset
 
     def _may_jump_to(self, at: int) -> bool:
-        mod_time = self._set[at].fragment.mod_time
-        if mod_time == 0:
-            return False  # Only persisted fragments are jump targets.
-        return at == 0 or time.time() - mod_time > OFFSET_JUMP_AGE_SECONDS
+        fragment = self._set[at].fragment
+        if fragment.mod_time == 0:
+            # A spool beginning past content no listing has shown yet may sit above
+            # content another broker still holds (it joined the route late): jumping
+            # would skip that. Content a listing once showed and no longer does is gone.
+            return at == 0 and fragment.begin <= self._persisted_end
+        return at == 0 or time.time() - fragment.mod_time > OFFSET_JUMP_AGE_SECONDS
 
     async def wait_for_change(self) -> None:
         """Resolve on the next add or refresh after this call."""

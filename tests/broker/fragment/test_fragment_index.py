@@ -112,11 +112,43 @@ def test_query_jumps_gap_only_to_old_persisted_fragment() -> None:
     assert index.query(150) == (None, 150)
 
 
-def test_query_never_jumps_to_local_fragment(tmp_path: Path) -> None:
+def test_query_never_jumps_to_local_fragment_above_unlisted_content(tmp_path: Path) -> None:
+    # A replica that joined the route at 500: [0, 500) may still be in another's spool.
     index = FragmentIndex()
     spool = _local_spool_at(tmp_path, 500)
     index.add_local(_commit(spool, b"local"), spool)
+    index.replace_remote([])
     assert index.query(0) == (None, 0)
+
+    index.replace_remote([_remote(0, 400, int(time.time()))])  # [400, 500) is still unlisted
+    index.replace_remote([])
+    assert index.query(0) == (None, 0)
+
+
+def test_query_jumps_to_local_first_fragment_once_listed_content_below_is_gone(
+        tmp_path: Path) -> None:
+    index = FragmentIndex()
+    spool = _local_spool_at(tmp_path, 500)
+    entry = IndexEntry(_commit(spool, b"local"), spool.file)
+    index.add_local(entry.fragment, spool)
+    index.replace_remote([_remote(0, 200, 1), _remote(200, 500, 1)])
+    assert index.query(0)[1] == 0
+
+    index.replace_remote([_remote(200, 500, 1)])  # [0, 200) pruned: jump to the first
+    assert index.query(0)[1] == 200
+    index.replace_remote([])  # all persisted content pruned: the spool is what is left
+    assert index.query(0) == (entry, 500)
+    assert index.query(499) == (entry, 500)
+
+
+def test_query_never_jumps_across_a_gap_to_a_local_fragment(tmp_path: Path) -> None:
+    index = FragmentIndex()
+    spool = _local_spool_at(tmp_path, 500)
+    index.add_local(_commit(spool, b"local"), spool)
+    now = int(time.time())
+    index.replace_remote([_remote(0, 200, now), _remote(200, 500, now)])
+    index.replace_remote([_remote(0, 200, now)])  # [200, 500) lost in the middle
+    assert index.query(300) == (None, 300)
 
 
 def test_query_skips_fragments_older_than_begin_mod_time() -> None:
