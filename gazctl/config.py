@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 import typer
@@ -17,14 +17,14 @@ import typer
 from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.ini import load as load_ini
+from gazctl.timeflags import parse_duration
 from gazette_core.broker.client.channel import (
     close_channels,
     dial,
     journal_stub,
     use_client_config,
 )
-from gazette_core.broker.protocol.durations_ext import parse_go_duration
-from gazette_core.errors import RPCError, UnavailableError, ValidationError
+from gazette_core.errors import RPCError, UnavailableError
 from gazette_core.local.stack import active_broker_address
 
 if TYPE_CHECKING:
@@ -39,9 +39,24 @@ BrokerAddress = typer.Option(
          "else http://localhost:8080.")
 Timeout = typer.Option(
     "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
-    help="How long to wait to connect to the broker, as a duration like 500ms, 10s or 1m.")
+    help="How long to wait to connect to the broker: a duration like 500ms, 10s or 1m, or "
+         "seconds.")
 Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector,
-                        help="Label selector, e.g. 'app=clicks, name:prefix=acme/'.")
+                        help="Label selector, e.g. 'app=clicks, name:prefix=acme/'; "
+                             "empty for every journal.")
+
+
+def OutputFormat(default: Any) -> Any:
+    """The `-o/--output` option every command with output formats declares.
+
+    `--format` is its older name, still taken.
+    """
+    return typer.Option(default, "-o", "--output", "--format", help="Output format.")
+
+
+RequiredSelector = typer.Option(..., "-l", "--selector", autocompletion=complete_selector,
+                                help="Label selector of the journals, e.g. "
+                                     "'app=clicks, name:prefix=acme/'.")
 
 
 def broker_address(flag: str | None) -> str:
@@ -96,10 +111,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
 
 def connect_timeout(text: str) -> float:
     """Seconds from a `--timeout` duration; it must be positive."""
-    seconds = parse_go_duration(text.strip(), "--timeout")
-    if seconds <= 0:
-        raise ValidationError("--timeout", f"expected a positive duration, got {text!r}")
-    return seconds
+    return parse_duration(text, "--timeout", positive=True)
 
 
 async def _connect(target: str, limit: float) -> None:
