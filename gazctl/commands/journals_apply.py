@@ -10,11 +10,12 @@ import typer
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import stdout
+from gazctl.usage import UsageError
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
 from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
-from gazette_core.errors import StatusError, ValidationError
+from gazette_core.errors import StatusError
 
 
 def apply(
@@ -59,4 +60,4 @@ def _read(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError as exc:
-        raise ValidationError("--specs", f"cannot read {path!r}: {exc.strerror}") from None
+        raise UsageError("--specs", f"cannot read {path!r}: {exc.strerror}") from None

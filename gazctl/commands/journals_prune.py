@@ -13,7 +13,7 @@ import sys
 import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, Timeout, run
+from gazctl.config import BrokerAddress, OutputFormat, RequiredSelector, Timeout, run
 from gazctl.render import activity, humanize_bytes, journal_progress, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import (
@@ -27,19 +27,19 @@ from spark_jobs.session import DEFAULT_MASTER
 
 
 class Format(enum.StrEnum):
-    text = "text"
+    table = "table"
+    text = "text"  # the older name of table
     json = "json"
 
 
 def prune(
-    selector: str = typer.Option(..., "-l", "--selector",
-                                 help="Label selector of the journals to prune (required)."),
+    selector: str = RequiredSelector,
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Count what would be pruned; delete nothing."),
     spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
                                      help="Spark master running the deletes, e.g. "
                                           "spark://host:7077."),
-    output: Format = typer.Option(Format.text, "--format", help="Summary format."),
+    output: Format = OutputFormat(Format.table),
     file_root: str = typer.Option(DEFAULT_FILE_ROOT, "--file-root", envvar="BROKER_FILE_ROOT",
                                   show_envvar=True,
                                   help="Directory rooting file:// fragment stores (as the "
