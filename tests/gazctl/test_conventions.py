@@ -189,6 +189,20 @@ def test_durations_take_bare_seconds_and_go_durations(
     assert (code, err) == (0, "")
 
 
+DURATION_FLAGS = {"--timeout", "--url-ttl", "--since"}
+
+
+def test_every_duration_flag_says_it_takes_seconds() -> None:
+    """A new duration flag must be declared here, and parsed by timeflags.parse_duration."""
+    found = {}
+    for path, cmd in command_tree().items():
+        for param in cmd.params:
+            if "duration" in (getattr(param, "help", "") or "").lower():
+                found[(path, param.opts[0])] = param.help
+    assert {flag for _, flag in found} == DURATION_FLAGS
+    assert [key for key, text in found.items() if "seconds" not in text] == []
+
+
 @pytest.mark.parametrize("value", ["soon", "-1", "0"])
 def test_a_bad_duration_is_a_usage_error(value: str, address: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:
