@@ -213,11 +213,20 @@ def test_a_bad_duration_is_a_usage_error(value: str, address: str,
     assert "--timeout" in _one_error_line(err)
 
 
-def test_an_unknown_flag_is_one_line_exiting_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_main(capsys, "journals", "list", "--no-such-flag")
+@pytest.mark.parametrize("path", sorted(command_tree()))
+def test_an_unknown_flag_is_one_line_exiting_2_everywhere(
+        path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(capsys, *path.split()[1:], "--no-such-flag")
 
     assert (code, out) == (2, "")
-    assert "--no-such-flag" in _one_error_line(err)
+    assert _one_error_line(err) == (
+        f"error: No such option: --no-such-flag (see `{path} --help`)")
+
+
+def test_a_selector_is_always_l_or_selector() -> None:
+    for path, cmd in SELECTING.items():
+        param = next(p for p in cmd.params if p.name == "selector")
+        assert sorted(param.opts) == ["--selector", "-l"], path
 
 
 def test_list_replicas_show_each_members_zone(address: str,
