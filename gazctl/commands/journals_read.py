@@ -189,7 +189,7 @@ def _load_offsets(path: str) -> dict[str, int]:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
         raise UsageError("--offsets", f"cannot read {path!r}: {exc.strerror} "
-                              "(create it containing {} to start from scratch)") from None
+                         "(create it containing {} to start from scratch)") from None
     except json.JSONDecodeError as exc:
         raise ValidationError("--offsets", f"{path!r} is not JSON: {exc}") from None
     if not isinstance(data, dict) or not all(
