@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -17,14 +17,15 @@ from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import pick_live
 from gazctl.ini import load as load_ini
+from gazctl.timeflags import parse_duration
+from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import (
     close_channels,
     journal_stub,
     split_addresses,
     use_client_config,
 )
-from gazette_core.broker.protocol.durations_ext import parse_go_duration
-from gazette_core.errors import RPCError, UnavailableError, ValidationError
+from gazette_core.errors import RPCError, UnavailableError
 from gazette_core.local.stack import active_broker_address
 
 if TYPE_CHECKING:
@@ -40,9 +41,24 @@ BrokerAddress = typer.Option(
          "http://localhost:8080.")
 Timeout = typer.Option(
     "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
-    help="How long to wait to connect to the broker, as a duration like 500ms, 10s or 1m.")
+    help="How long to wait to connect to the broker: a duration like 500ms, 10s or 1m, or "
+         "seconds.")
 Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector,
-                        help="Label selector, e.g. 'app=clicks, name:prefix=acme/'.")
+                        help="Label selector, e.g. 'app=clicks, name:prefix=acme/'; "
+                             "empty for every journal.")
+
+
+def OutputFormat(default: Any) -> Any:
+    """The `-o/--output` option every command with output formats declares.
+
+    `--format` is its older name, still taken.
+    """
+    return typer.Option(default, "-o", "--output", "--format", help="Output format.")
+
+
+RequiredSelector = typer.Option(..., "-l", "--selector", autocompletion=complete_selector,
+                                help="Label selector of the journals, e.g. "
+                                     "'app=clicks, name:prefix=acme/'.")
 
 
 def broker_address(flag: str | None) -> str:
@@ -54,7 +70,7 @@ def broker_addresses(flag: str | None) -> list[str]:
     """Every endpoint of the broker address, in order (see `gazctl.endpoints`)."""
     text = resolve_address(flag)[0]
     if not (targets := split_addresses(text)):
-        raise ValidationError("--broker.address", f"expected an endpoint URL, got {text!r}")
+        raise UsageError("--broker.address", f"expected an endpoint URL, got {text!r}")
     return targets
 
 
@@ -98,6 +114,8 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:
+                if not _lost_connection(exc):
+                    raise  # the broker's own answer, e.g. that it cannot reach Etcd
                 raise _unreachable(target, str(exc)) from None
             except RPCError as exc:
                 if exc.code == "UNAUTHENTICATED":
@@ -111,10 +129,19 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
 
 def connect_timeout(text: str) -> float:
     """Seconds from a `--timeout` duration; it must be positive."""
-    seconds = parse_go_duration(text.strip(), "--timeout")
-    if seconds <= 0:
-        raise ValidationError("--timeout", f"expected a positive duration, got {text!r}")
-    return seconds
+    return parse_duration(text, "--timeout", positive=True)
+
+
+# How gRPC describes a connection it could not make or lost; any other
+# UNAVAILABLE is a broker's own answer and is shown as the broker said it.
+_TRANSPORT_FAILURES = ("failed to connect", "connection refused", "socket closed",
+                       "connection attempt timed out", "connection reset", "goaway",
+                       "broken pipe", "handshake", "end of tcp stream", "dns resolution")
+
+
+def _lost_connection(exc: UnavailableError) -> bool:
+    text = str(exc).lower()
+    return any(marker in text for marker in _TRANSPORT_FAILURES)
 
 
 def _unreachable(target: str, reason: str) -> UnavailableError:

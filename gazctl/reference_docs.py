@@ -31,6 +31,7 @@ from gazctl.main import app as gazctl_app
 WIDTH = 100
 INDEX = "README.md"
 PAGES = "gazctl*.md"  # The generator owns these names (and INDEX) in its directory.
+CONVENTIONS = "conventions.md"  # written by hand, next to the pages; linked from INDEX
 GENERATED = ("<!-- Generated from gazctl's help text by `make docs` "
              "(gazctl/reference_docs.py); do not edit. -->")
 
@@ -155,6 +156,8 @@ def render_index(entries: list[Entry]) -> str:
     lines = ["# gazctl command reference", "", GENERATED, "",
              "One page per command, holding its `--help` output. Shell completion is "
              "described in the [README](../../README.md#shell-completion).", "",
+             f"Exit codes, output formats, durations and the other rules every command "
+             f"follows are in [{CONVENTIONS}]({CONVENTIONS}).", "",
              "| Command | Summary |", "|---|---|"]
     for entry in entries:
         summary = entry.summary.replace("|", "\\|")

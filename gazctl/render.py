@@ -25,6 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from typer._click import exceptions as click  # Typer ships its own copy of click.
 
 from gazette_core.errors import GazetteError, StatusError, ValidationError
 
@@ -46,6 +47,15 @@ def print_error(exc: BaseException) -> None:
     # Messages quote user input (selectors, YAML, names) that may look like markup.
     line = f"[bold red]error:[/] {escape(text)}" + (f" [dim]({escape(hint)})[/]" if hint else "")
     stderr.print(line, highlight=False, markup=True)
+
+
+def print_usage_error(exc: click.UsageError) -> None:
+    """A command-line mistake as one red line naming the command's --help."""
+    where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    # Typer's value checks word their messages as pydantic does.
+    text = exc.format_message().replace("Value error, ", "")
+    stderr.print(f"[bold red]error:[/] {escape(text)}[dim]{escape(where)}[/]",
+                 highlight=False, markup=True)
 
 
 def table_of(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:

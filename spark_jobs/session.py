@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:  # pyspark is imported when a session is built, not with every gazctl run.
     from pyspark import SparkConf
@@ -78,6 +81,36 @@ def session_conf(master: str, app_name: str, extra: Mapping[str, str] | None = N
     return conf
 
 
+# How long a standalone master gets to accept a connection. Spark itself retries its
+# registration for about a minute and then fails with pages of JVM traces.
+CONNECT_TIMEOUT = 5.0
+
+
+class SparkMasterUnreachable(GazetteError):
+    """A `spark://` master that does not accept connections."""
+
+    hint = "start the master, or run the deletes in this process with --spark-master local[*]"
+
+
+def check_master(master: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Connect to every host:port of a `spark://` master URL, before Spark tries to.
+
+    Local modes and other cluster managers are left to Spark.
+    """
+    if not master.startswith("spark://"):
+        return
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                pass
+        except (OSError, ValueError) as exc:
+            reason = f"no connection within {timeout:g}s" if isinstance(exc, TimeoutError) else (
+                getattr(exc, "strerror", None) or str(exc))
+            raise SparkMasterUnreachable(
+                f"cannot reach the Spark master at {master}: {reason}") from None
+
+
 _session: SparkSession | None = None
 
 
@@ -89,6 +122,7 @@ def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
         if _session.sparkContext.master == master and not extra:
             return _session
         stop_session()
+    check_master(master)
     from pyspark.sql import SparkSession
 
     # The executors' interpreter (the conf key only reaches spark-submit launches): by

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 KINDS = ("created", "changed", "unchanged", "deleted")
-STYLES = {"created": "green", "changed": "yellow", "unchanged": "dim", "deleted": "red"}
+# A delete of a journal that does not exist: not sent, and counted only when it happens.
+ABSENT = "absent"
+STYLES = {"created": "green", "changed": "yellow", "unchanged": "dim", "deleted": "red",
+          ABSENT: "yellow"}
 
 
 @dataclass
@@ -53,7 +56,7 @@ async def plan(stub: JournalAsyncStub, request: pb.ApplyRequest) -> list[Planned
 def _classify(change: pb.ApplyRequest.Change, current: pb.ListResponse.Journal | None
               ) -> Planned:
     if not change.HasField("upsert"):
-        return Planned(change, "deleted", current)
+        return Planned(change, "deleted" if current is not None else ABSENT, current)
     if current is None:
         return Planned(change, "created", None)
     same = current.spec == change.upsert and change.expect_mod_revision in (
@@ -62,16 +65,19 @@ def _classify(change: pb.ApplyRequest.Change, current: pb.ListResponse.Journal |
 
 
 def to_send(planned: list[Planned]) -> list[pb.ApplyRequest.Change]:
-    return [p.change for p in planned if p.kind != "unchanged"]
+    return [p.change for p in planned if p.kind not in ("unchanged", ABSENT)]
 
 
 def summary(planned: list[Planned]) -> str:
     counts = Counter(p.kind for p in planned)
-    return ", ".join(f"{counts[kind]} {kind}" for kind in KINDS)
+    kinds = (*KINDS, ABSENT) if counts[ABSENT] else KINDS
+    return ", ".join(f"{counts[kind]} {kind}" for kind in kinds)
 
 
 def describe(p: Planned) -> str:
     """One line: what happens to the journal, and under which revision guard."""
+    if p.kind == ABSENT:
+        return f"delete {p.name}: no such journal, nothing to delete"
     rev = p.change.expect_mod_revision
     guard = "any revision" if rev == -1 else ("new" if rev == 0 else f"revision {rev}")
     verb = {"created": "create", "changed": "update", "unchanged": "unchanged",
@@ -110,7 +116,7 @@ def report(planned: list[Planned], show_diff: bool) -> None:
     """A line per journal (with its YAML diff when asked), then the counts."""
     for p in planned:
         stdout.print(f"[{STYLES[p.kind]}]{escape(describe(p))}[/]", highlight=False)
-        if show_diff and p.kind != "unchanged":
+        if show_diff and p.kind not in ("unchanged", ABSENT):
             for line in diff(p):
                 style = {"+": "green", "-": "red"}.get(line[:1], "dim")
                 stdout.print(f"    [{style}]{escape(line)}[/]", highlight=False)

@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 import typer
 
+from gazctl.usage import UsageError
 from gazette_core.errors import ValidationError
 from gazette_core.message.uuid import Clock, Flags, build_uuid, new_producer_id
 
@@ -69,7 +70,7 @@ def _lines(files: list[Path] | None, max_length: int, skip_header: bool
         try:
             sources.append((str(path), path.open("rb")))
         except OSError as exc:
-            raise ValidationError(str(path), f"cannot read: {exc.strerror}") from None
+            raise UsageError(str(path), f"cannot read: {exc.strerror}") from None
     if not files:
         sources.append(("stdin", sys.stdin.buffer))
     for name, source in sources:

@@ -21,10 +21,11 @@ import typer
 
 from gazctl.append_ledger import Ledger
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Selector, Timeout, run
+from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
 from gazctl.input_chunks import InputChunks
 from gazctl.records import Framing, Mapper, Mapping, check_options, records
 from gazctl.render import stdout
+from gazctl.usage import UsageError
 from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -43,7 +44,7 @@ class Appended:
 
 
 def append(
-    selector: str = Selector,
+    selector: str = RequiredSelector,
     input_path: str = typer.Option("-", "-i", "--input", help="Input file; - for stdin."),
     framing: Framing = typer.Option(Framing.none, "-f", "--framing",
                                     help="none: the whole input is one append; lines or fixed: "
@@ -145,11 +146,11 @@ def _open(path: str) -> BinaryIO:
     try:
         return open(path, "rb")
     except OSError as exc:
-        raise ValidationError("--input", f"cannot read {path!r}: {exc.strerror}") from None
+        raise UsageError("--input", f"cannot read {path!r}: {exc.strerror}") from None
 
 
 def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise ValidationError("--input", f"cannot read {path!r}: {exc.strerror}") from None
+        raise UsageError("--input", f"cannot read {path!r}: {exc.strerror}") from None

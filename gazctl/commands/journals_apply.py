@@ -11,10 +11,11 @@ from gazctl.commands.apply_plan import Planned, plan_and_apply, report, to_send
 from gazctl.commands.apply_txns import REVISION_HINT, conflicts
 from gazctl.config import BrokerAddress, Timeout, run
 from gazctl.render import stdout
+from gazctl.usage import UsageError
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
 from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
-from gazette_core.errors import GazetteError, ValidationError
+from gazette_core.errors import GazetteError
 
 
 def apply(
@@ -61,4 +62,4 @@ def _read(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError as exc:
-        raise ValidationError("--specs", f"cannot read {path!r}: {exc.strerror}") from None
+        raise UsageError("--specs", f"cannot read {path!r}: {exc.strerror}") from None

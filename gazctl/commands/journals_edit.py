@@ -22,7 +22,7 @@ import typer
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.commands.apply_txns import PartialApply, PartialRefusal
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Timeout, run
+from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
@@ -41,8 +41,7 @@ HEADER = [
 
 
 def edit(
-    selector: str = typer.Option(..., "-l", "--selector",
-                                 help="Label selector of the journals to edit."),
+    selector: str = RequiredSelector,
     max_txn_size: int = typer.Option(0, "--max-txn-size", min=0,
                                      help="Most changes per Etcd transaction (0: no limit)."),
     broker: str | None = BrokerAddress,

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gazctl.config import BrokerAddress, Selector, Timeout, run
+from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
 from gazctl.render import (
     JournalProgress,
     humanize_bytes,
@@ -17,14 +18,12 @@ from gazctl.render import (
     message_dict,
     table,
 )
-from gazctl.timeflags import parse_time
+from gazctl.timeflags import parse_duration, parse_time
 from gazette_core.broker.client.journals import list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.durations_ext import from_seconds, parse_go_duration
+from gazette_core.broker.protocol.durations_ext import from_seconds
 from gazette_core.broker.protocol.fragment_ext import sum_to_hex
-from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
-from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -39,26 +38,32 @@ class Format(enum.StrEnum):
 
 def fragments(
     selector: str = Selector,
-    output: Format = typer.Option(Format.table, "-o", "--format", help="Output format."),
+    output: Format = OutputFormat(Format.table),
     from_time: str = typer.Option("", "--from", help="Only fragments persisted at or after this "
                                                      "time (RFC 3339 or unix seconds; "
                                                      "unpersisted are kept)."),
     to_time: str = typer.Option("", "--to", help="Only fragments persisted at or before this "
                                                  "time (RFC 3339 or unix seconds)."),
     url_ttl_text: str = typer.Option(
-        "0s", "--url-ttl", help="Include signed GET URLs valid this long (e.g. 1h, or seconds)."),
+        "0s", "--url-ttl", help="Include signed GET URLs valid this long: a duration like 1h, "
+                                "or seconds."),
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """List fragments of the selected journals. JSON output is one fragment per line."""
-    sel = parse_selector(selector)
+    """List fragments of the selected journals. JSON output is one fragment per line.
+
+    Exits 3 when the selector matches no journal.
+    """
+    sel = selector_of(selector)
     begin, end = parse_time(from_time, "--from"), parse_time(to_time, "--to")
     url_ttl = parse_ttl(url_ttl_text)
 
     async def body(stub: JournalAsyncStub, progress: JournalProgress) -> Listed:
         out: Listed = []
-        journals = [j for j in (await list_journals(stub, sel)).journals
-                    if not fully_suspended(j.spec)]
+        listed = (await list_journals(stub, sel)).journals
+        if not listed:
+            raise NoMatchError.of(selector)
+        journals = [j for j in listed if not fully_suspended(j.spec)]
         progress.start(len(journals))
         for j in journals:
             req = pb.FragmentsRequest(journal=j.spec.name, begin_mod_time=begin,
@@ -76,7 +81,7 @@ def fragments(
         for _, f in listed:
             json_line(message_dict(f))
         return
-    cols = ["Journal", "Offset", "Length", "Persisted", "SHA1", "Compression",
+    cols = ["Journal", "Offset", "Length", "Persisted", "SHA1", "Compression", "Store",
             *(["URL"] if url_ttl else [])]
     table(cols, [_row(name, f, bool(url_ttl)) for name, f in listed])
 
@@ -85,7 +90,8 @@ def _row(journal: str, f: pb.FragmentsResponse._Fragment, with_url: bool) -> lis
     spec = f.spec
     persisted = _ago(spec.mod_time) if spec.mod_time else ""
     row = [journal, str(spec.begin), humanize_bytes(spec.end - spec.begin), persisted,
-           sum_to_hex(spec.sum)[:12] + "...", pb.CompressionCodec.Name(spec.compression_codec)]
+           sum_to_hex(spec.sum)[:12] + "...", pb.CompressionCodec.Name(spec.compression_codec),
+           spec.backing_store or "<unpersisted>"]
     return row + ([f.signed_url] if with_url else [])
 
 
@@ -100,9 +106,4 @@ def _ago(unix: int, now: float | None = None) -> str:
 
 def parse_ttl(text: str) -> float:
     """Seconds from `--url-ttl`: a Go duration like 1h30m as in Go's gazctl, or bare seconds."""
-    text = text.strip()
-    seconds = float(text) if text.replace(".", "", 1).isdigit() else parse_go_duration(
-        text, "--url-ttl")
-    if seconds < 0:
-        raise ValidationError("--url-ttl", f"expected a positive duration, got {text!r}")
-    return seconds
+    return parse_duration(text, "--url-ttl")

@@ -13,13 +13,14 @@ import typer
 from google.protobuf import text_format
 from rich.live import Live
 
-from gazctl.config import BrokerAddress, Selector, Timeout, run
+from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
 from gazctl.render import json_line, message_dict, stdout, table, table_of
 from gazette_core.broker.client.journals import list_journals, watch_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.labels_ext import parse_selector, values_of
+from gazette_core.broker.protocol.labels_ext import values_of
 from gazette_core.broker.protocol.suspend_ext import suspend_level
 
 if TYPE_CHECKING:
@@ -35,9 +36,13 @@ class Format(enum.StrEnum):
 
 def list_journals_cmd(
     selector: str = Selector,
-    output: Format = typer.Option(Format.table, "-o", "--format", help="Output format."),
-    primary: bool = typer.Option(False, "-p", "--primary", help="Show the primary broker."),
-    replicas: bool = typer.Option(False, "-r", "--replicas", help="Show replica brokers."),
+    output: Format = OutputFormat(Format.table),
+    primary: bool = typer.Option(False, "-p", "--primary",
+                                 help="Show the primary broker (as broker@zone when the "
+                                      "routes span several zones)."),
+    replicas: bool = typer.Option(False, "-r", "--replicas",
+                                  help="Show replica brokers (as broker@zone when the routes "
+                                       "span several zones)."),
     rf: bool = typer.Option(False, "--rf", help="Show the replication factor."),
     stores: bool = typer.Option(False, "--stores", help="Show the first fragment store."),
     label_columns: list[str] = typer.Option([], "-L", "--label-columns",
@@ -48,13 +53,19 @@ def list_journals_cmd(
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """List journals with their routes. JSON output is one journal per line."""
-    sel = parse_selector(selector)
+    """List journals with their routes. JSON output is one journal per line.
+
+    Exits 3 when the selector matches no journal (--watch waits for some instead).
+    """
+    sel = selector_of(selector)
     options: Options = (output, primary, replicas, rf, stores, label_columns)
     if watch:
         run(broker, lambda stub: _watch(stub, sel, options), timeout)
         return
-    _print(run(broker, lambda stub: list_journals(stub, sel), timeout), options)
+    resp = run(broker, lambda stub: list_journals(stub, sel), timeout)
+    if not resp.journals:
+        raise NoMatchError.of(selector)
+    _print(resp, options)
 
 
 Options = tuple[Format, bool, bool, bool, bool, list[str]]
@@ -93,21 +104,27 @@ def _table(resp: pb.ListResponse, options: Options) -> tuple[list[str], list[lis
     cols = ["Name", *(["RF"] if rf else []), *(["Primary"] if primary else []),
             *(["Replicas"] if replicas else []), *(["Stores"] if stores else []),
             *label_columns]
-    return cols, [_row(j, primary, replicas, rf, stores, label_columns) for j in resp.journals]
+    # Zones tell something only when there are several of them.
+    zoned = len({m.zone for j in resp.journals for m in j.route.members}) > 1
+    return cols, [_row(j, options, zoned) for j in resp.journals]
 
 
-def _row(j: pb.ListResponse.Journal, primary: bool, replicas: bool, rf: bool, stores: bool,
-         labels: list[str]) -> list[str]:
+def _member(member: pb.ProcessSpec.ID, zoned: bool) -> str:
+    return f"{member.suffix}@{member.zone}" if zoned else member.suffix
+
+
+def _row(j: pb.ListResponse.Journal, options: Options, zoned: bool) -> list[str]:
+    _, primary, replicas, rf, stores, labels = options
     route = j.route
     row = [j.spec.name]
     if rf:
         row.append(str(j.spec.replication))
     if primary:
-        cell = route.members[route.primary].suffix if route.primary >= 0 else "<none>"
+        cell = _member(route.members[route.primary], zoned) if route.primary >= 0 else "<none>"
         suspended = suspend_level(j.spec) != pb.JournalSpec.Suspend.NONE
         row.append(cell + (" <S>" if suspended else ""))
     if replicas:
-        row.append(",".join(m.suffix for i, m in enumerate(route.members)
+        row.append(",".join(_member(m, zoned) for i, m in enumerate(route.members)
                             if i != route.primary) or "<none>")
     if stores:
         row.append(j.spec.fragment.stores[0] if j.spec.fragment.stores else "<none>")

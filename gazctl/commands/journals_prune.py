@@ -13,7 +13,14 @@ import sys
 import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, Timeout, broker_address, run
+from gazctl.config import (
+    BrokerAddress,
+    OutputFormat,
+    RequiredSelector,
+    Timeout,
+    broker_address,
+    run,
+)
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity, humanize_bytes, journal_progress, stderr, table
 from gazette_core.errors import GazetteError
@@ -27,19 +34,19 @@ from spark_jobs.session import DEFAULT_MASTER
 
 
 class Format(enum.StrEnum):
-    text = "text"
+    table = "table"
+    text = "text"  # the older name of table
     json = "json"
 
 
 def prune(
-    selector: str = typer.Option(..., "-l", "--selector",
-                                 help="Label selector of the journals to prune (required)."),
+    selector: str = RequiredSelector,
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Count what would be pruned; delete nothing."),
     spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
                                      help="Spark master running the deletes, e.g. "
                                           "spark://host:7077."),
-    output: Format = typer.Option(Format.text, "--format", help="Summary format."),
+    output: Format = OutputFormat(Format.table),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,
     broker: str | None = BrokerAddress,

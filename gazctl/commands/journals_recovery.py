@@ -16,7 +16,7 @@ import grpc
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, Selector, Timeout, run
+from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
 from gazctl.render import JournalProgress, journal_progress, stderr, stdout
 from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.journals import fetch_write_head
@@ -29,7 +29,7 @@ from gazette_core.errors import AppendError, GazetteError, StatusError
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
-def reset_head(selector: str = Selector, broker: str | None = BrokerAddress,
+def reset_head(selector: str = RequiredSelector, broker: str | None = BrokerAddress,
                timeout: str = Timeout) -> None:
     """Move each selected journal's write head to the end of its fragment index."""
     sel = require_selector(selector)

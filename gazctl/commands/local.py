@@ -5,10 +5,13 @@ from __future__ import annotations
 import enum
 import json
 import shlex
+from pathlib import Path
 
 import typer
 
+from gazctl.config import OutputFormat
 from gazctl.render import stdout, table
+from gazctl.usage import UsageError
 from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 
@@ -34,7 +37,10 @@ def up(directory: str | None = Dir,
            "with; kept for later restarts. `gazctl local env` exports them for gazctl."),
        ) -> None:
     """Start the stack, or restart any of its processes that is not running."""
-    path = local_stack.resolve_dir(directory)
+    path = _stack_dir(directory)
+    if zones > brokers:
+        raise UsageError("--zones", f"{zones} zones need at least {zones} brokers "
+                         f"(--brokers {brokers})")
     stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3, auth_keys=auth_keys)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
@@ -69,29 +75,36 @@ def env(directory: str | None = Dir) -> None:
 
 
 @app.command()
-def status(directory: str | None = Dir,
-           output: Format = typer.Option(Format.table, "-o", "--format")) -> None:
-    """Show each process of the stack and whether it is alive."""
+def status(directory: str | None = Dir, output: Format = OutputFormat(Format.table)) -> None:
+    """Show each process of the stack, each broker's zone, and whether it is alive."""
     rows = _load(directory).status()
     if output is Format.json:
         stdout.out(json.dumps(rows))
         return
-    table(["Role", "Name", "PID", "Endpoint", "HTTP", "Alive"],
-          [[str(r["role"]), str(r["name"]), str(r["pid"]), str(r["endpoint"]),
+    table(["Role", "Name", "Zone", "PID", "Endpoint", "HTTP", "Alive"],
+          [[str(r["role"]), str(r["name"]), str(r["zone"]), str(r["pid"]), str(r["endpoint"]),
             str(r["http"] or ""), "yes" if r["alive"] else "no"] for r in rows])
 
 
 @app.command()
 def down(directory: str | None = Dir) -> None:
     """Stop brokers (they persist their spools first), then the S3 emulator and etcd."""
-    path = local_stack.resolve_dir(directory)
+    path = _stack_dir(directory)
     for name, graceful in local_stack.down(path):
         stdout.print(f"stopped {name}" + ("" if graceful else " (killed after timeout)"),
                      highlight=False)
 
 
-def _load(directory: str | None) -> local_stack.Stack:
+def _stack_dir(directory: str | None) -> Path:
+    """The stack directory `--dir` names, which must be a directory if it exists."""
     path = local_stack.resolve_dir(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError("--dir", f"{path} is not a directory")
+    return path
+
+
+def _load(directory: str | None) -> local_stack.Stack:
+    path = _stack_dir(directory)
     stack = local_stack.Stack.load(path)
     if stack is None:
         raise local_stack.StackError(f"no local stack in {path}; start one with `gazctl local up`")

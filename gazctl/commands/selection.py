@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gazctl.usage import NOTHING, UsageError
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector
@@ -16,14 +17,28 @@ if TYPE_CHECKING:
 class NoMatchError(ValidationError):
     """A selector that must match some journal matched none (gazctl exits with 3)."""
 
-    exit_code = 3
+    exit_code = NOTHING
+
+    @classmethod
+    def of(cls, text: str) -> NoMatchError:
+        """The error of selector `text` (possibly empty: every journal) matching none."""
+        return cls("--selector", f"no journals match {text!r}" if text.strip()
+                   else "there are no journals")
+
+
+def selector_of(text: str) -> pb.LabelSelector:
+    """The parsed `-l` selector; one that does not parse is a usage error."""
+    try:
+        return parse_selector(text)
+    except ValidationError as exc:
+        raise UsageError("--selector", exc.reason) from None
 
 
 def require_selector(text: str) -> pb.LabelSelector:
     """Parse a selector that must not be empty (commands that write or read content)."""
     if not text.strip():
-        raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
-    return parse_selector(text)
+        raise UsageError("--selector", "a selector is required, e.g. -l name=acme/clicks")
+    return selector_of(text)
 
 
 async def matched_journals(stub: JournalAsyncStub, selector: pb.LabelSelector,
@@ -31,5 +46,5 @@ async def matched_journals(stub: JournalAsyncStub, selector: pb.LabelSelector,
     """Journals the selector matches; an error naming the selector when there are none."""
     resp = await list_journals(stub, selector)
     if not resp.journals:
-        raise NoMatchError("--selector", f"no journals match {text!r}")
+        raise NoMatchError.of(text)
     return list(resp.journals)

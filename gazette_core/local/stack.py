@@ -113,8 +113,9 @@ class Stack:
                    int(data.get("lease", LEASE_S)), str(data.get("auth_keys", "")))
 
     def status(self) -> list[dict[str, object]]:
-        return [{"role": p.role, "name": p.name, "pid": p.pid, "endpoint": p.endpoint,
-                 "http": p.http, "alive": processes.alive(p.pid, p.marker)}
+        return [{"role": p.role, "name": p.name, "zone": p.zone if p.role == "broker" else "",
+                 "pid": p.pid, "endpoint": p.endpoint, "http": p.http,
+                 "alive": processes.alive(p.pid, p.marker)}
                 for p in self.processes]
 
 
@@ -135,6 +136,8 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     credentials. `auth_keys` (kept like `lease`) turns authorization on for
     brokers started from then on.
     """
+    if zones > brokers:
+        raise StackError(f"{zones} zones need at least {zones} brokers, not {brokers}")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fragments").mkdir(exist_ok=True)
     stack = Stack.load(directory) or Stack(directory)

@@ -23,7 +23,7 @@ import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner, Result
 
-from gazctl.main import app
+from gazctl.main import app, run_cli
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.client.retry_reader import read_all
@@ -50,6 +50,18 @@ def ok(*args: str, input: bytes | str | None = None) -> Result:
     assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr,
                                    repr(result.exception))
     return result
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run gazctl's entry point in this process: exit code, stdout and stderr.
+
+    Unlike `cli`, errors go through the entry point, which prints them as the
+    one line and exit code a shell would see.
+    """
+    capsys.readouterr()
+    code = run_cli(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
 def isolated_env(state_home: Path) -> dict[str, str]:
@@ -82,10 +94,12 @@ def isolated_state_home(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def running_stack(directory: Path, brokers: int = 1) -> Iterator[local_stack.Stack]:
+def running_stack(directory: Path, brokers: int = 1, zones: int = 1
+                  ) -> Iterator[local_stack.Stack]:
     """A local stack in `directory`, stopped afterwards even if starting it failed."""
     try:
-        yield local_stack.up(directory, brokers=brokers, timeout=30, activate=False)
+        yield local_stack.up(directory, brokers=brokers, zones=zones, timeout=30,
+                             activate=False)
     finally:
         stop_stack(directory)
 
@@ -146,8 +160,8 @@ def wait_primaries(address: str, selector: str, limit: float = 30) -> None:
         time.sleep(0.05)
 
 
-def dialing_commands() -> dict[str, set[str]]:
-    """Every gazctl command that dials a broker (it has --broker.address), with its options."""
+def command_tree() -> dict[str, Any]:
+    """Every gazctl command (not group) by its path, e.g. "gazctl journals read"."""
     def leaves(command: Any, path: str) -> Iterator[tuple[str, Any]]:
         if isinstance(command, TyperGroup):
             for name, sub in sorted(command.commands.items()):
@@ -155,6 +169,11 @@ def dialing_commands() -> dict[str, set[str]]:
         else:
             yield path, command
 
+    return dict(leaves(typer.main.get_command(app), "gazctl"))
+
+
+def dialing_commands() -> dict[str, set[str]]:
+    """Every gazctl command that dials a broker (it has --broker.address), with its options."""
     return {path: {p.name for p in command.params if p.name}
-            for path, command in leaves(typer.main.get_command(app), "gazctl")
+            for path, command in command_tree().items()
             if any(p.name == "broker" for p in command.params)}

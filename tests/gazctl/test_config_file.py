@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import Result
 
+from gazctl.commands.selection import NoMatchError
 from tests.gazctl.support import cli, ok
 
 UNREACHABLE = "http://127.0.0.1:9"  # discard port: nothing listens there
@@ -23,6 +25,13 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
     return cwd, config / "gazette"
 
 
+def answered(*args: str) -> Result:
+    """Run gazctl and require that a broker answered: the selector matches no journal."""
+    result = cli(*args)
+    assert isinstance(result.exception, NoMatchError), (result.stdout, repr(result.exception))
+    return result
+
+
 def write_ini(directory: Path, address: str, extra: str = "") -> Path:
     path = directory / "gazctl.ini"
     path.write_text(f"[journals.Broker]\nAddress = {address}\n{extra}")
@@ -33,20 +42,20 @@ def test_file_in_the_working_directory_names_the_broker(
         address: str, places: tuple[Path, Path]) -> None:
     write_ini(places[0], address)
     write_ini(places[1], UNREACHABLE)  # only the first file found is read
-    ok("journals", "list", "-l", "name=nothing/here")
+    answered("journals", "list", "-l", "name=nothing/here")
 
 
 def test_user_config_directory_is_read_when_the_working_directory_has_none(
         address: str, places: tuple[Path, Path]) -> None:
     write_ini(places[1], address)
-    ok("journals", "list", "-l", "name=nothing/here")
+    answered("journals", "list", "-l", "name=nothing/here")
 
 
 def test_environment_and_flag_win_over_the_file(address: str, places: tuple[Path, Path],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     write_ini(places[0], UNREACHABLE)
     monkeypatch.setenv("BROKER_ADDRESS", address)
-    ok("journals", "list", "-l", "name=nothing/here")
+    answered("journals", "list", "-l", "name=nothing/here")
     failed = cli("journals", "list", "-l", "name=nothing/here", "--broker.address", UNREACHABLE)
     assert failed.exit_code == 1
     assert str(failed.exception).startswith(f"cannot reach broker at {UNREACHABLE}")
@@ -76,7 +85,7 @@ def test_print_config_shows_sources_and_redacts_secrets(
 def test_unknown_keys_are_reported_and_a_broken_file_is_an_error(
         address: str, places: tuple[Path, Path]) -> None:
     write_ini(places[0], address, "Adress = typo\n")
-    listed = ok("journals", "list", "-l", "name=nothing/here")
+    listed = answered("journals", "list", "-l", "name=nothing/here")
     assert "ignoring unknown key 'Adress' in [journals.Broker]" in listed.stderr
     (places[0] / "gazctl.ini").write_text("Address = no section\n")
     broken = cli("journals", "list", "-l", "name=nothing/here")

@@ -75,8 +75,8 @@ def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:
     # rich would read "[x]" as markup and drop it from the message.
     proc = gazctl("journals", "list", "-l", "name=[x]", env=isolated_env(state_home))
 
-    assert proc.returncode == 1
-    assert proc.stderr.decode() == ('error: invalid input: selector: expected "," or end of '
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == ('error: invalid input: --selector: expected "," or end of '
                                     'selector at position 5 of "name=[x]" (near "[x]")\n')
 
 

@@ -93,9 +93,9 @@ def test_append_needs_a_selector(address: str, state_home: Path) -> None:
     proc = gazctl("journals", "append", "--broker.address", address, input=b"x",
                   env=isolated_env(state_home))
 
-    assert proc.returncode == 1
-    assert proc.stderr.decode() == ("error: invalid input: --selector: a selector is required, "
-                                    "e.g. -l name=acme/clicks\n")
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == ("error: Missing option '-l' / '--selector'. "
+                                    "(see `gazctl journals append --help`)\n")
 
 
 def test_read_copies_exact_bytes_and_stops_at_the_write_head(address: str) -> None:
@@ -113,7 +113,7 @@ def test_read_to_an_output_file(address: str, tmp_path: Path) -> None:
     _append(address, "rw/to-file", b"beta\n")
     out = tmp_path / "out.txt"
 
-    result = ok("journals", "read", "-l", "name=rw/to-file", "-o", str(out),
+    result = ok("journals", "read", "-l", "name=rw/to-file", "--output-file", str(out),
                 "--broker.address", address)
 
     assert out.read_bytes() == b"alpha\nbeta\n"

@@ -232,6 +232,6 @@ def test_unreadable_specs_file_is_an_input_error(address: str, tmp_path: Path,
     proc = gazctl("journals", "apply", "--specs", str(missing), "--broker.address", address,
                   env=isolated_env(state_home))
 
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.decode() == (
         f"error: invalid input: --specs: cannot read '{missing}': No such file or directory\n")

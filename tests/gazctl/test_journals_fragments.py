@@ -82,7 +82,8 @@ def test_content_rolled_into_fragments_and_persisted(rolled: dict[str, Fragments
 def _expected_row(journal: str, f: pb.FragmentsResponse._Fragment, size: str) -> str:
     persisted = r"\d+ seconds? ago" if f.spec.mod_time else ""
     cells = [re.escape(journal), str(f.spec.begin), re.escape(size), persisted,
-             sum_to_hex(f.spec.sum)[:12] + r"\.\.\.", "NONE"]
+             sum_to_hex(f.spec.sum)[:12] + r"\.\.\.", "NONE",
+             re.escape(f.spec.backing_store or "<unpersisted>")]
     return r"\s+".join(c for c in cells if c)
 
 
@@ -91,7 +92,7 @@ def test_table_has_a_row_per_fragment(address: str, rolled: dict[str, Fragments]
 
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     assert lines[0].split() == ["Journal", "Offset", "Length", "Persisted", "SHA1",
-                                "Compression"]
+                                "Compression", "Store"]
     big, small = rolled["frag/rolled"], rolled["frag/small"]
     expected = [_expected_row("frag/rolled", big[0], "800 B"),
                 _expected_row("frag/rolled", big[1], "1.6 KiB"),

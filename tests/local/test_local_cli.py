@@ -94,9 +94,9 @@ def test_status_json_lists_every_process(up_output: str, stack_dir: Path,
     stack = _loaded(stack_dir)
 
     assert _status(stack_dir, env) == [
-        {"role": "etcd", "name": "etcd", "pid": stack.etcd.pid,
+        {"role": "etcd", "name": "etcd", "zone": "", "pid": stack.etcd.pid,
          "endpoint": stack.etcd.endpoint, "http": None, "alive": True},
-        {"role": "broker", "name": "broker-1", "pid": stack.brokers[0].pid,
+        {"role": "broker", "name": "broker-1", "zone": "local", "pid": stack.brokers[0].pid,
          "endpoint": stack.brokers[0].endpoint, "http": stack.brokers[0].http, "alive": True},
     ]
     assert stack.brokers[0].http not in (None, stack.brokers[0].endpoint)
@@ -108,9 +108,9 @@ def test_status_table(up_output: str, stack_dir: Path, env: dict[str, str]) -> N
     out = _ok("local", "status", "--dir", str(stack_dir), env=env)
 
     assert [line.split() for line in out.splitlines()] == [
-        ["Role", "Name", "PID", "Endpoint", "HTTP", "Alive"],
+        ["Role", "Name", "Zone", "PID", "Endpoint", "HTTP", "Alive"],
         ["etcd", "etcd", str(stack.etcd.pid), stack.etcd.endpoint, "yes"],
-        ["broker", "broker-1", str(stack.brokers[0].pid), stack.brokers[0].endpoint,
+        ["broker", "broker-1", "local", str(stack.brokers[0].pid), stack.brokers[0].endpoint,
          str(stack.brokers[0].http), "yes"],
     ]
 

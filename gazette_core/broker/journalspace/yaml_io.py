@@ -36,6 +36,10 @@ from gazette_core.errors import ValidationError
 __all__ = ["dump_tree", "load_tree", "spec_from_yaml_dict", "spec_to_yaml_dict"]
 
 TREE_KEYS = ("delete", "revision", "comment", "children")
+# Far deeper than any journal tree; decoding recurses per level, and the YAML parser
+# itself runs out of Python stack a few hundred levels down.
+MAX_DEPTH = 100
+TOO_DEEP = f"YAML nested deeper than {MAX_DEPTH} levels"
 
 
 def _yaml() -> YAML:
@@ -50,6 +54,8 @@ def load_tree(text: str) -> Node:
     """Decodes a journal tree; an empty document is an empty root."""
     try:
         data = _yaml().load(text)
+    except RecursionError:
+        raise ValidationError("", TOO_DEEP) from None
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -59,7 +65,22 @@ def load_tree(text: str) -> Node:
         raise ValidationError("", f"invalid YAML: {err}") from err
     if data is None:
         return Node()
+    if _depth(data) > MAX_DEPTH:
+        raise ValidationError("", TOO_DEEP)
     return _decode_node(data, "", None)
+
+
+def _depth(data: Any) -> int:
+    """How deeply mappings and lists nest in `data`, found without recursion."""
+    deepest, pending = 0, [(data, 1)]
+    while pending:
+        value, level = pending.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            pending += [(v, level + 1) for v in value.values()]
+        elif isinstance(value, list):
+            pending += [(v, level + 1) for v in value]
+    return deepest
 
 
 def _decode_node(data: Any, path: str, line: int | None) -> Node:
