@@ -15,7 +15,7 @@ import typer
 
 from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
-from gazctl.endpoints import pick_live
+from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
 from gazctl.timeflags import parse_duration
 from gazctl.usage import UsageError
@@ -114,7 +114,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:
-                if not _lost_connection(exc):
+                if await connects(target, limit):
                     raise  # the broker's own answer, e.g. that it cannot reach Etcd
                 raise _unreachable(target, str(exc)) from None
             except RPCError as exc:
@@ -130,18 +130,6 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
 def connect_timeout(text: str) -> float:
     """Seconds from a `--timeout` duration; it must be positive."""
     return parse_duration(text, "--timeout", positive=True)
-
-
-# How gRPC describes a connection it could not make or lost; any other
-# UNAVAILABLE is a broker's own answer and is shown as the broker said it.
-_TRANSPORT_FAILURES = ("failed to connect", "connection refused", "socket closed",
-                       "connection attempt timed out", "connection reset", "goaway",
-                       "broken pipe", "handshake", "end of tcp stream", "dns resolution")
-
-
-def _lost_connection(exc: UnavailableError) -> bool:
-    text = str(exc).lower()
-    return any(marker in text for marker in _TRANSPORT_FAILURES)
 
 
 def _unreachable(target: str, reason: str) -> UnavailableError:

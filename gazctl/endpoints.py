@@ -53,3 +53,12 @@ async def pick_live(targets: list[str], limit: float) -> str:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def connects(target: str, limit: float) -> bool:
+    """Whether `target` takes a connection within `limit` seconds."""
+    try:
+        async with asyncio.timeout(limit):
+            return await _settle(dial(target)) is grpc.ChannelConnectivity.READY
+    except TimeoutError:
+        return False
