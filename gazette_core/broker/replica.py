@@ -87,13 +87,22 @@ class Replica:
             self._revoke(task)
         async with self.pipeline_lock:
             await self.close_pipeline()
-            self.primary = True  # what is rolled now must be persisted now
-            delayed, self._delayed = self._delayed, {}
-            for handle, persist in delayed.items():
-                handle.cancel()
-                persist()  # what a replica was holding back is persisted now
+            self.become_primary()  # what is rolled now must be persisted now
             if self.spool.content_length() > 0:
                 self.roll(self.spool.fragment.end, self.spool.fragment.compression_codec)
+
+    def become_primary(self) -> None:
+        """Persist rolled spools at once from now on, and those held back so far.
+
+        As a replica this broker held rolled spools back, since their primary
+        persists them. A primary that died before persisting leaves them to us:
+        held back longer, they would be lost with this broker too.
+        """
+        self.primary = True
+        delayed, self._delayed = self._delayed, {}
+        for handle, persist in delayed.items():
+            handle.cancel()
+            persist()
 
     def on_route(self, primary: tuple[str, str] | None, is_primary: bool) -> None:
         """A demoted primary closes its pipeline, releasing the peers' spools.

@@ -331,7 +331,7 @@ class Broker:
         return pipeline
 
     async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
-        replica.primary = True
+        replica.become_primary()
         metadata, renew_at = self.security.replication(replica.journal)
         pipeline = Pipeline(replica, res.header, self.security.peer_channel, metadata=metadata,
                             renew_at=renew_at)
