@@ -43,7 +43,7 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
-from gazette_core.server.status_interceptor import StatusInterceptor
+from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
 
 if TYPE_CHECKING:
@@ -141,9 +141,8 @@ class Broker:
         self.persister.start()
         self.server = grpc.aio.server(
             options=[*GRPC_OPTIONS, *keepalive.server_options()],
-            interceptors=[JournalServerMetrics(), StatusInterceptor(),
-                          *self.security.interceptors()])
-        pb_grpc.add_JournalServicer_to_server(JournalServicer(self), self.server)
+            interceptors=[JournalServerMetrics(), *self.security.interceptors()])
+        add_tolerant(pb_grpc.add_JournalServicer_to_server, JournalServicer(self), self.server)
         self.port = self.security.add_port(self.server, f"{self.config.host or '0.0.0.0'}:"
                                                         f"{self.config.port}")
         await self.server.start()

@@ -3,7 +3,9 @@
 Each method delegates to its `*_api` module. Validation failures and protocol
 misuse surface as gRPC code UNKNOWN carrying the error text, as Go brokers do;
 retriable failures (peers, proxies) as UNAVAILABLE; `server.statuses` has the
-whole mapping, and `StatusInterceptor` answers anything else that escapes.
+whole mapping, for every exception a method raises. Requests are decoded
+tolerantly (`server.tolerant_decoding`): one that does not decode is refused
+here as INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -23,18 +25,27 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.read_api import serve_read
 from gazette_core.broker.replicate_api import serve_replicate
-from gazette_core.errors import GazetteError
 from gazette_core.server.statuses import abort
+from gazette_core.server.tolerant_decoding import check, checked
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 SERVICE = "/protocol.Journal"
+LIST = f"{SERVICE}/List"
+APPLY = f"{SERVICE}/Apply"
+READ = f"{SERVICE}/Read"
+APPEND = f"{SERVICE}/Append"
+LISTFRAGMENTS = f"{SERVICE}/ListFragments"
+FRAGMENTSTOREHEALTH = f"{SERVICE}/FragmentStoreHealth"
+REPLICATE = f"{SERVICE}/Replicate"
 
 
-async def _abort(context: Context, exc: Exception) -> None:
-    await abort(context, exc, SERVICE)
+async def _abort(context: Context, exc: Exception, method: str) -> None:
+    if isinstance(exc, grpc.aio.AbortError):
+        raise exc  # the status is set already
+    await abort(context, exc, method)
 
 
 def _cancel_when_rpc_ends(context: Context) -> asyncio.Event:
@@ -64,58 +75,62 @@ class JournalServicer(pb_grpc.JournalServicer):
     async def List(self, request: pb.ListRequest, context: Context
                    ) -> AsyncIterator[pb.ListResponse]:
         try:
-            async for resp in serve_list(self.broker, request):
+            async for resp in serve_list(self.broker, check(request, context, LIST)):
                 yield resp
-        except GazetteError as exc:
-            await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, exc, LIST)
 
     async def Apply(self, request: pb.ApplyRequest, context: Context
                     ) -> pb.ApplyResponse:
         try:
-            return await serve_apply(self.broker, request)
-        except GazetteError as exc:
-            await _abort(context, exc)
+            return await serve_apply(self.broker, check(request, context, APPLY))
+        except Exception as exc:
+            await _abort(context, exc, APPLY)
             raise
 
     async def Read(self, request: pb.ReadRequest, context: Context
                    ) -> AsyncIterator[pb.ReadResponse]:
         try:
-            async for resp in serve_read(self.broker, request):
+            async for resp in serve_read(self.broker, check(request, context, READ)):
                 yield resp
-        except GazetteError as exc:
-            await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, exc, READ)
 
     async def Append(self, request_iterator: AsyncIterator[pb.AppendRequest],
                      context: Context) -> pb.AppendResponse:
         try:
-            return await serve_append(self.broker, request_iterator)
-        except GazetteError as exc:
-            await _abort(context, exc)
+            return await serve_append(self.broker,
+                                      checked(request_iterator, context, APPEND))
+        except Exception as exc:
+            await _abort(context, exc, APPEND)
             raise
 
     async def ListFragments(self, request: pb.FragmentsRequest, context: Context
                             ) -> pb.FragmentsResponse:
         try:
-            return await serve_list_fragments(self.broker, request)
-        except GazetteError as exc:
-            await _abort(context, exc)
+            return await serve_list_fragments(self.broker,
+                                              check(request, context, LISTFRAGMENTS))
+        except Exception as exc:
+            await _abort(context, exc, LISTFRAGMENTS)
             raise
 
     async def FragmentStoreHealth(self, request: pb.FragmentStoreHealthRequest,
                                   context: Context) -> pb.FragmentStoreHealthResponse:
         try:
-            return await serve_store_health(self.broker, request)
-        except GazetteError as exc:
-            await _abort(context, exc)
+            return await serve_store_health(self.broker,
+                                            check(request, context, FRAGMENTSTOREHEALTH))
+        except Exception as exc:
+            await _abort(context, exc, FRAGMENTSTOREHEALTH)
             raise
 
     async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],
                         context: Context) -> AsyncIterator[pb.ReplicateResponse]:
         done = _cancel_when_rpc_ends(context)
         try:
-            async for resp in serve_replicate(self.broker, request_iterator):
+            async for resp in serve_replicate(self.broker,
+                                              checked(request_iterator, context, REPLICATE)):
                 yield resp
-        except GazetteError as exc:
-            await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, exc, REPLICATE)
         finally:
             done.set()

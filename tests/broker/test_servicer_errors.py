@@ -47,7 +47,7 @@ async def test_abort_code_follows_whether_the_error_is_retriable(
         error: Exception, code: grpc.StatusCode) -> None:
     context = RecordingContext()
     with pytest.raises(Aborted):
-        await servicer._abort(context, error)  # type: ignore[arg-type]
+        await servicer._abort(context, error, servicer.APPEND)  # type: ignore[arg-type]
     assert (context.code, context.details) == (code, str(error))
 
 
