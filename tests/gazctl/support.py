@@ -64,6 +64,13 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
+def one_error_line(err: str) -> str:
+    """gazctl's stderr, which must be exactly one `error: ...` line."""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
 def isolated_env(state_home: Path) -> dict[str, str]:
     """This process's environment with the state directory moved and no broker address."""
     env = {k: v for k, v in os.environ.items() if k != "BROKER_ADDRESS"}

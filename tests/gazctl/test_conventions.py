@@ -19,6 +19,7 @@ from tests.gazctl.support import (
     command_tree,
     journals,
     ok,
+    one_error_line,
     run_main,
     running_stack,
     wait_primaries,
@@ -58,12 +59,6 @@ def conv_journals(address: str) -> None:
        input=b"hello\n")
 
 
-def _one_error_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
-
-
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
@@ -82,7 +77,7 @@ def test_a_missing_selector_is_a_usage_error_everywhere(
     code, out, err = run_main(capsys, *path.split()[1:], "--broker.address", address)
 
     assert code == 2 and out == ""
-    assert "'-l' / '--selector'" in _one_error_line(err)
+    assert "'-l' / '--selector'" in one_error_line(err)
 
 
 def test_only_listing_commands_take_an_optional_selector() -> None:
@@ -103,7 +98,7 @@ def test_a_selector_matching_nothing_exits_3_everywhere(
                               "--broker.address", address)
 
     assert (code, out) == (3, "")
-    assert _one_error_line(err) == (
+    assert one_error_line(err) == (
         "error: invalid input: --selector: no journals match 'name=conv/none'")
 
 
@@ -116,7 +111,7 @@ def test_suspend_that_suspends_nothing_exits_3(address: str,
     assert code == 3
     assert out == ("conv/one: not suspended: written within its flush interval "
                    "(--force suspends it)\n")
-    assert _one_error_line(err) == "error: no journal was suspended"
+    assert one_error_line(err) == "error: no journal was suspended"
 
 
 def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
@@ -159,7 +154,7 @@ def test_read_refuses_o_which_names_a_format_elsewhere(
                               "--broker.address", address)
 
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (
+    assert one_error_line(err) == (
         "error: invalid input: -o/--output: journals read has no output formats; "
         "write its content to a file with --output-file json")
     assert list(tmp_path.iterdir()) == []
@@ -210,7 +205,7 @@ def test_a_bad_duration_is_a_usage_error(value: str, address: str,
                               "--broker.address", address)
 
     assert (code, out) == (2, "")
-    assert "--timeout" in _one_error_line(err)
+    assert "--timeout" in one_error_line(err)
 
 
 @pytest.mark.parametrize("path", sorted(command_tree()))
@@ -219,7 +214,7 @@ def test_an_unknown_flag_is_one_line_exiting_2_everywhere(
     code, out, err = run_main(capsys, *path.split()[1:], "--no-such-flag")
 
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (
+    assert one_error_line(err) == (
         f"error: No such option: --no-such-flag (see `{path} --help`)")
 
 

@@ -22,6 +22,7 @@ from tests.gazctl.support import (
     GAZCTL,
     isolated_env,
     ok,
+    one_error_line,
     run_main,
     wait_primaries,
     with_broker,
@@ -49,12 +50,6 @@ def errs_journal(address: str) -> None:
        input=b"hello\n")
 
 
-def _one_error_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
-
-
 def test_an_output_file_in_a_missing_directory_fails_before_reading(
         address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "missing" / "out"
@@ -63,7 +58,7 @@ def test_an_output_file_in_a_missing_directory_fails_before_reading(
                               "--output-file", str(target), "--broker.address", address)
 
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (f"error: invalid input: --output-file: cannot write "
+    assert one_error_line(err) == (f"error: invalid input: --output-file: cannot write "
                                     f"'{target}': No such file or directory")
 
 
@@ -76,7 +71,7 @@ def test_an_unwritable_offsets_out_fails_before_reading_anything(
 
     # Nothing was printed, so nothing was consumed whose offsets would be lost.
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (f"error: invalid input: --offsets-out: cannot write "
+    assert one_error_line(err) == (f"error: invalid input: --offsets-out: cannot write "
                                     f"'{target}': No such file or directory")
 
 
@@ -88,7 +83,7 @@ def test_local_up_in_a_file_is_one_line(tmp_path: Path,
     code, out, err = run_main(capsys, "local", "up", "--dir", str(a_file))
 
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (
+    assert one_error_line(err) == (
         f"error: invalid input: --dir: {a_file} is not a directory")
 
 
@@ -98,7 +93,7 @@ def test_local_up_refuses_more_zones_than_brokers(tmp_path: Path,
                               "--zones", "3", "--brokers", "2")
 
     assert (code, out) == (2, "")
-    assert _one_error_line(err) == (
+    assert one_error_line(err) == (
         "error: invalid input: --zones: 3 zones need at least 3 brokers (--brokers 2)")
     assert not (tmp_path / "stack" / STATE_FILE).exists()
 
@@ -117,7 +112,7 @@ def test_deeply_nested_yaml_is_one_line(shape: str, address: str, tmp_path: Path
                               "--broker.address", address)
 
     assert (code, out) == (1, "")
-    assert _one_error_line(err).startswith("error: invalid input: YAML nested deeper than ")
+    assert one_error_line(err).startswith("error: invalid input: YAML nested deeper than ")
 
 
 def _wait_persisted(address: str, journal: str) -> None:
@@ -146,7 +141,7 @@ def test_prune_with_an_unreachable_spark_master_fails_fast(
                           check=False)
 
     assert proc.returncode == 1, proc.stderr
-    assert _one_error_line(proc.stderr.decode()).startswith(
+    assert one_error_line(proc.stderr.decode()).startswith(
         f"error: cannot reach the Spark master at {master}: ")
     assert time.monotonic() - started < 60  # the subprocess timeout above bounds it anyway
 

@@ -161,6 +161,15 @@ async def create_journal(cluster: Cluster, name: str, replication: int) -> pb.Ro
         await channel.close()
 
 
+async def cluster_route(cluster: Cluster, journal: str, members: int) -> pb.Route:
+    """The journal's route, asked of the cluster's first broker, once it is full."""
+    channel, stub = channel_stub(cluster.endpoints[0])
+    try:
+        return await full_route(stub, journal, members)
+    finally:
+        await channel.close()
+
+
 async def full_route(stub: JournalAsyncStub, journal: str, members: int,
                      limit: float = 30) -> pb.Route:
     """The journal's route once it has `members` members and a primary."""

@@ -26,9 +26,8 @@ from tests.reliability.support import (
     Cluster,
     Readback,
     Writer,
-    channel_stub,
+    cluster_route,
     create_journal,
-    full_route,
     local_cluster,
     read_back,
     resumed_at,
@@ -157,11 +156,7 @@ async def _outage(tmp_path: Path, outage_s: float, long: bool
             await asyncio.gather(*tasks)
         lost = reused = 0
         for journal, replication in JOURNALS.items():
-            channel, stub = channel_stub(cluster.endpoints[0])
-            try:
-                await full_route(stub, journal, replication)
-            finally:
-                await channel.close()
+            await cluster_route(cluster, journal, replication)
             readback = await read_back(cluster.endpoints, journal)
             acks = [a for w in writers if w.journal == journal for a in w.acks]
             lost += _lost_bytes(readback, acks)

@@ -28,8 +28,8 @@ from tests.reliability.support import (
     attempt,
     channel_stub,
     check_acknowledged,
+    cluster_route,
     create_journal,
-    full_route,
     local_cluster,
     read_back,
     resumed_at,
@@ -141,11 +141,7 @@ async def test_sigkilled_brokers_lose_no_acknowledged_append(tmp_path: Path) -> 
         finally:
             stop.set()
             await asyncio.gather(*tasks)
-        channel, stub = channel_stub(cluster.endpoints[0])
-        try:
-            await full_route(stub, journal, 3)
-        finally:
-            await channel.close()
+        await cluster_route(cluster, journal, 3)
         readback = await read_back(cluster.endpoints, journal)
 
     acks = [a for w in writers for a in w.acks]

@@ -21,10 +21,9 @@ from gazette_core.local import stack as local_stack
 from tests.reliability.support import (
     LEASE_S,
     Writer,
-    channel_stub,
     check_acknowledged,
+    cluster_route,
     create_journal,
-    full_route,
     local_cluster,
     read_back,
     resumed_at,
@@ -97,11 +96,7 @@ async def test_frozen_primary_is_replaced_before_it_resumes(tmp_path: Path) -> N
             await asyncio.gather(*tasks)
         await _wait_gone(pid, EXIT_WAIT_S)
         await cluster.up()
-        channel, stub = channel_stub(cluster.endpoints[0])
-        try:
-            await full_route(stub, journal, 2)
-        finally:
-            await channel.close()
+        await cluster_route(cluster, journal, 2)
         readback = await read_back(cluster.endpoints, journal)
 
     acks = [a for w in writers for a in w.acks]
