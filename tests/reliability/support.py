@@ -394,3 +394,14 @@ def check_acknowledged(readback: Readback, acks: list[Ack]) -> None:
     spans = sorted((a.begin, a.end) for a in acks)
     for (_, end), (begin, _) in itertools.pairwise(spans):
         assert end <= begin, f"acknowledged appends overlap: {spans}"
+
+
+def lost_bytes(readback: Readback, acks: list[Ack]) -> int:
+    """Acknowledged bytes that the journal does not hold as acknowledged."""
+    return sum(a.end - a.begin for a in acks if readback.at(a.begin, a.end) != a.data)
+
+
+def reused_offsets(acks: list[Ack]) -> int:
+    """Pairs of acknowledgements whose byte ranges overlap."""
+    spans = sorted((a.begin, a.end) for a in acks if a.end > a.begin)
+    return sum(1 for (_, end), (begin, _) in itertools.pairwise(spans) if begin < end)

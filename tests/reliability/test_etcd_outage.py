@@ -22,15 +22,15 @@ from pathlib import Path
 from gazette_core.local import processes
 from tests.reliability.support import (
     LEASE_S,
-    Ack,
     Cluster,
-    Readback,
     Writer,
     cluster_route,
     create_journal,
     local_cluster,
+    lost_bytes,
     read_back,
     resumed_at,
+    reused_offsets,
 )
 
 JOURNALS = {"outage/r2": 2, "outage/r3": 3}
@@ -59,16 +59,6 @@ class Figures:
         return (f"{self.acknowledged} acknowledged appends, acknowledged bytes lost "
                 f"{self.lost_bytes}, offsets reused {self.reused_offsets}, longest writer "
                 f"stall {self.longest_stall:.1f}s")
-
-
-def _lost_bytes(readback: Readback, acks: list[Ack]) -> int:
-    return sum(a.end - a.begin for a in acks if readback.at(a.begin, a.end) != a.data)
-
-
-def _reused_offsets(acks: list[Ack]) -> int:
-    """Pairs of acknowledgements whose byte ranges overlap."""
-    spans = sorted((a.begin, a.end) for a in acks if a.end > a.begin)
-    return sum(1 for (_, end), (begin, _) in itertools.pairwise(spans) if begin < end)
 
 
 def _longest_stall(writer: Writer, since: float, until: float) -> float:
@@ -159,8 +149,8 @@ async def _outage(tmp_path: Path, outage_s: float, long: bool
             await cluster_route(cluster, journal, replication)
             readback = await read_back(cluster.endpoints, journal)
             acks = [a for w in writers if w.journal == journal for a in w.acks]
-            lost += _lost_bytes(readback, acks)
-            reused += _reused_offsets(acks)
+            lost += lost_bytes(readback, acks)
+            reused += reused_offsets(acks)
         logs = _broker_logs(cluster)
     figures = Figures(sum(len(w.acks) for w in writers), lost, reused,
                       max(_longest_stall(w, began - STEADY_S, finished) for w in writers))

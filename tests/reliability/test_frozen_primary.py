@@ -25,8 +25,10 @@ from tests.reliability.support import (
     cluster_route,
     create_journal,
     local_cluster,
+    lost_bytes,
     read_back,
     resumed_at,
+    reused_offsets,
 )
 
 WRITERS = 3
@@ -102,8 +104,9 @@ async def test_frozen_primary_is_replaced_before_it_resumes(tmp_path: Path) -> N
     acks = [a for w in writers for a in w.acks]
     after = [None if r is None else round(r - frozen, 1) for r in resumed]
     print(f"{len(acks)} acknowledged; primary {victim} frozen {FREEZE_S:g}s; writers "
-          f"acknowledged again after {after}s; longest writer stall {stall:.1f}s; "
-          f"holes {readback.holes()}")
+          f"acknowledged again after {after}s; acknowledged bytes lost "
+          f"{lost_bytes(readback, acks)}, offsets reused {reused_offsets(acks)}, longest "
+          f"writer stall {stall:.1f}s; holes {readback.holes()}")
     bound = LEASE_S + RECOVERY_MARGIN_S
     assert all(r is not None and r - frozen <= bound for r in resumed), (
         f"writers not acknowledged within {bound}s of the freeze: {after}; "
