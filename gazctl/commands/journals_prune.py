@@ -69,7 +69,7 @@ def prune(
             selection = run(broker, lambda stub: fetch_selection(stub, sel, selector,
                                                                  progress=progress), timeout)
     except NothingMatched as exc:
-        raise NoMatchError("--selector", str(exc)) from None
+        raise NoMatchError(str(exc)) from None
     for name in selection.suspended:
         stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
     # The deletes' outcomes come back only once the whole Spark job is collected, so they

@@ -8,22 +8,24 @@ from gazctl.usage import NOTHING, UsageError
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.errors import ValidationError
+from gazette_core.errors import GazetteError, ValidationError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
-class NoMatchError(ValidationError):
-    """A selector that must match some journal matched none (gazctl exits with 3)."""
+class NoMatchError(GazetteError):
+    """A selector that must match some journal matched none (gazctl exits with 3).
+
+    Not a ValidationError: the selector is valid, the cluster has no such journal.
+    """
 
     exit_code = NOTHING
 
     @classmethod
     def of(cls, text: str) -> NoMatchError:
         """The error of selector `text` (possibly empty: every journal) matching none."""
-        return cls("--selector", f"no journals match {text!r}" if text.strip()
-                   else "there are no journals")
+        return cls(f"no journals match {text!r}" if text.strip() else "there are no journals")
 
 
 def selector_of(text: str) -> pb.LabelSelector:

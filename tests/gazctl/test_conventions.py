@@ -99,7 +99,7 @@ def test_a_selector_matching_nothing_exits_3_everywhere(
 
     assert (code, out) == (3, "")
     assert one_error_line(err) == (
-        "error: invalid input: --selector: no journals match 'name=conv/none'")
+        "error: no journals match 'name=conv/none'")
 
 
 def test_suspend_that_suspends_nothing_exits_3(address: str,

@@ -86,7 +86,7 @@ def test_append_to_a_selector_matching_nothing_exits_3(address: str, state_home:
     assert proc.returncode == 3
     assert proc.stdout == b""
     assert proc.stderr.decode() == (
-        "error: invalid input: --selector: no journals match 'name=rw/none'\n")
+        "error: no journals match 'name=rw/none'\n")
 
 
 def test_append_needs_a_selector(address: str, state_home: Path) -> None:
@@ -196,4 +196,4 @@ def test_read_needs_a_selector_matching_something(address: str) -> None:
     result = cli("journals", "read", "-l", "name=rw/none", "--broker.address", address)
 
     assert result.exit_code == 1
-    assert str(result.exception) == "--selector: no journals match 'name=rw/none'"
+    assert str(result.exception) == "no journals match 'name=rw/none'"

@@ -210,7 +210,7 @@ def test_selector_matching_nothing_exits_3(address: str, state_home: Path) -> No
 
     assert proc.returncode == 3
     assert proc.stdout == b""
-    assert proc.stderr.decode() == ("error: invalid input: --selector: no journals match "
+    assert proc.stderr.decode() == ("error: no journals match "
                                     "'suite=no-such-thing'\n")
 
 

@@ -39,7 +39,7 @@ def test_reset_head_of_healthy_journals_keeps_their_content(address: str) -> Non
 
 def test_reset_head_needs_a_match(address: str) -> None:
     result = cli("journals", "reset-head", "-l", "name=rh/none", "--broker.address", address)
-    assert str(result.exception) == "--selector: no journals match 'name=rh/none'"
+    assert str(result.exception) == "no journals match 'name=rh/none'"
 
 
 def test_store_health_reports_a_healthy_store(address: str) -> None:

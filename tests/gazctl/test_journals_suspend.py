@@ -51,4 +51,4 @@ def test_suspend_needs_a_match(address: str) -> None:
     result = cli("journals", "suspend", "-l", "name=su/none", "--broker.address", address)
 
     assert result.exit_code != 0
-    assert str(result.exception) == "--selector: no journals match 'name=su/none'"
+    assert str(result.exception) == "no journals match 'name=su/none'"
