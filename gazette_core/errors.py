@@ -38,6 +38,11 @@ def truncated(text: str, limit: int = ECHO_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + elision(text)
 
 
+def shown(value: str, limit: int = ECHO_LIMIT) -> str:
+    """`value` as repr() shows it, cut short if long, for echoing in messages."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + elision(value)
+
+
 class GazetteError(Exception):
     """Base of every error the library raises on purpose."""
 

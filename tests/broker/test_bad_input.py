@@ -68,6 +68,17 @@ async def test_a_10kb_label_value_or_store_url_is_echoed_cut_short(
     assert len(details) < 400, details
 
 
+async def test_a_10kb_path_postfix_template_is_echoed_cut_short(
+        broker: Broker, stub: pb_grpc.JournalStub) -> None:
+    spec = journal_spec("a/journal")
+    spec.fragment.path_postfix_template = "{{ range . }}" + LONG
+    err = await rpc_error(stub.Apply(upsert(spec)))
+    details = err.details() or ""
+    assert err.code() == UNKNOWN and "... (10013 bytes)" in details, details
+    assert details.startswith("changes[0].upsert.fragment.path_postfix_template: "), details
+    assert len(details) < 400, details
+
+
 FOLLOW_UP_FIELDS = [
     ("do_not_proxy", pb.AppendRequest(content=b"x", do_not_proxy=True)),
     ("union_registers", pb.AppendRequest(content=b"x", union_registers=pb.LabelSet(

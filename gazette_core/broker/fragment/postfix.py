@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.errors import ValidationError
+from gazette_core.errors import ValidationError, shown, truncated
 
 if TYPE_CHECKING:
     from gazette_core.broker.fragment.spool import Spool
@@ -99,7 +99,7 @@ def parse(template: str) -> Parsed:
     while (start := template.find("{{", pos)) != -1:
         end = template.find("}}", start + 2)
         if end == -1:
-            raise ValidationError(WHERE, f'unclosed "{{{{" at index {start} of {template!r}')
+            raise ValidationError(WHERE, f'unclosed "{{{{" at index {start} of {shown(template)}')
         body = template[start + 2:end]
         text = template[pos:start]
         trim_left = body[:1] == "-" and body[1:2] in tuple(_SPACE)
@@ -121,14 +121,15 @@ def _trimmed(text: str, left: bool, right: bool) -> str:
 def _parse_action(body: str, template: str) -> _Action:
     chain = _CHAIN.match(body)
     if chain is None:
-        raise ValidationError(WHERE, f"unsupported action {{{{ {body} }}}} in {template!r}: "
-                                     "only field chains like .Spool.FirstAppendTime.Format")
+        raise ValidationError(WHERE, f"unsupported action {{{{ {truncated(body)} }}}} in "
+                                     f"{shown(template)}: only field chains like "
+                                     ".Spool.FirstAppendTime.Format")
     args: list[str | int] = []
     rest = body[chain.end():]
     while rest.strip():
         if not rest[0].isspace() or (arg := _ARG.match(rest.lstrip())) is None:
-            raise ValidationError(WHERE, f"unsupported argument {rest.strip()!r} in "
-                                         f"{{{{ {body} }}}} of {template!r}")
+            raise ValidationError(WHERE, f"unsupported argument {shown(rest.strip())} in "
+                                         f"{{{{ {truncated(body)} }}}} of {shown(template)}")
         text = arg.group()
         args.append(int(text) if text[0] not in "\"`" else
                     text[1:-1] if text[0] == "`" else ast.literal_eval(text))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
 from gazette_core.broker.protocol.names_ext import has_parent_segment
-from gazette_core.errors import ValidationError
+from gazette_core.errors import ValidationError, shown
 
 # Query parameters every store accepts.
 COMMON_PARAMS = frozenset({"find", "replace"})
@@ -56,17 +56,18 @@ def parse_store_url(raw: str) -> StoreURL:
     try:
         parts = urlsplit(raw)
     except ValueError as exc:
-        raise ValidationError("store", f"cannot parse {raw!r}: {exc}") from exc
+        raise ValidationError("store", f"cannot parse {shown(raw)}: {exc}") from exc
     if not parts.scheme:
-        raise ValidationError("store", f"{raw!r} is not an absolute URL")
+        raise ValidationError("store", f"{shown(raw)} is not an absolute URL")
     if not parts.path.endswith("/"):
-        raise ValidationError("store", f"path of store URL {raw!r} must end in '/'")
+        raise ValidationError("store", f"path of store URL {shown(raw)} must end in '/'")
     if has_parent_segment(parts.path):
-        raise ValidationError("store", f"path of store URL {raw!r} must not have '..' segments")
+        raise ValidationError("store",
+                              f"path of store URL {shown(raw)} must not have '..' segments")
     if parts.scheme == "file" and parts.netloc:
-        raise ValidationError("store", f"file store URL {raw!r} must not have a host")
+        raise ValidationError("store", f"file store URL {shown(raw)} must not have a host")
     if parts.scheme != "file" and not parts.netloc:
-        raise ValidationError("store", f"store URL {raw!r} is missing a host")
+        raise ValidationError("store", f"store URL {shown(raw)} is missing a host")
     params: dict[str, str] = {}
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         params[name.lower()] = value
@@ -78,5 +79,5 @@ def check_params(url: StoreURL, allowed: frozenset[str]) -> None:
     for name in sorted(url.params):
         if name not in allowed and name not in COMMON_PARAMS:
             raise ValidationError(
-                "store", f"unknown query parameter {name!r} in store URL {url.raw!r}"
+                "store", f"unknown query parameter {shown(name)} in store URL {shown(url.raw)}"
             )
