@@ -65,14 +65,17 @@ class Outbox:
         self._scheduled = False
         self._last: AsyncAppend | None = None
         self.error: BaseException | None = None
+        self._closed: BaseException | None = None
         # Raised opportunistically as commits complete; a lower bound of where
         # the next op will land, as Segment.first_offset needs.
         self.write_head = write_head
 
     def check(self) -> None:
-        """Raise the failure that ended the outbox, if any."""
+        """Raise the failure that ended the outbox, or the reason it was closed."""
         if self.error is not None:
             raise self.error
+        if self._closed is not None:
+            raise self._closed
 
     def put(self, data: bytes) -> None:
         """Queue `data` as the next append content (callers serialize calls)."""
@@ -82,9 +85,16 @@ class Outbox:
     def put_barrier(self, wait_for: Awaitable[None] | None) -> asyncio.Future[None]:
         """Queue a barrier; its future resolves once everything before it committed."""
         future: asyncio.Future[None] = self._loop.create_future()
+        if self._closed is not None:
+            self._loop.call_soon_threadsafe(_settle, future, self._closed)
+            return future
         self._entries.append(_Gate(wait_for, future))
         self._kick()
         return future
+
+    def close(self, reason: BaseException) -> None:
+        """Refuse later entries with `reason`; those already queued still go out."""
+        self._closed = reason
 
     def _kick(self) -> None:
         if threading.get_ident() == self._thread:

@@ -90,7 +90,9 @@ class Recorder:
         return recorder
 
     async def stop(self) -> None:
-        """Wait until every recorded op is settled, then accept no more appends."""
+        """Wait until every recorded op is settled; later record calls raise RecorderError."""
+        with self._lock:
+            self._outbox.close(RecorderError(f"recorder of {self.log!r} is stopped"))
         await self._service.stop()
 
     @property
@@ -140,6 +142,8 @@ class Recorder:
         rel_src, rel_dst = self._relative(src), self._relative(dst)
         with self._lock:
             fnode = self._fnode(rel_src)
+            if rel_src == rel_dst:
+                return  # Renaming a file onto itself changes nothing.
             ops = []
             if (old := self.fsm.links.get(rel_dst)) is not None:
                 ops.append(_unlink(old, rel_dst))

@@ -268,3 +268,66 @@ async def test_fenced_recorder_appends_fail_and_barrier_raises(
     content = await read_all(stub, LOG)
     assert b"before hand-off" in content and b"zombie write" not in content
     assert frames(content)[-1].op.author == other
+
+
+async def test_write_head_moves_forward_as_appends_commit(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+    await create(stub, journal_spec(LOG))
+    await append(stub, LOG, b"unrelated content already in the log\n")
+    rec = await Recorder.start(LOG, FSM(), new_author(), str(tmp_path), stub)
+    one = rec.open_file(str(tmp_path / "one"), create=True, truncate=False)
+    one.write_at(b"x" * 1000, 0)
+    two = rec.open_file(str(tmp_path / "two"), create=True, truncate=False)
+    await rec.barrier()
+    late = rec.open_file(str(tmp_path / "late"), create=True, truncate=False)
+    hints = await rec.build_hints()
+    await rec.stop()
+    content = await read_all(stub, LOG)
+    start = content.index(MAGIC)
+    at = {f.op.seq_no: start + f.offset for f in frames(content[start:])}
+    first = {n.fnode: n.segments[0].first_offset for n in hints.live_nodes}
+    # The fork no-op's commit is the head for everything recorded before the
+    # next commit: exact for the first op, a lower bound for the others.
+    assert first[one.fnode] == at[one.fnode] == at[1] + HEADER_LEN + len(
+        frames(content[start:])[0].body)
+    assert first[two.fnode] == at[one.fnode] < at[two.fnode]
+    # After a committed barrier the head has moved on to the exact offset.
+    assert first[late.fnode] == at[late.fnode]
+    assert rec.write_head == len(content)
+
+
+async def test_threads_recording_concurrently_stay_sequenced(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+    await create(stub, journal_spec(LOG))
+    rec = await Recorder.start(LOG, FSM(), new_author(), str(tmp_path), stub)
+
+    def writer(name: str) -> None:
+        f = rec.open_file(str(tmp_path / name), create=True, truncate=False)
+        for i in range(300):
+            f.write_at(f"{name}{i:04d}".encode(), 8 * i)
+
+    await asyncio.gather(*(asyncio.to_thread(writer, n) for n in ("aaaa", "bbbb", "cccc")))
+    await rec.barrier()
+    await rec.stop()
+    found = frames(await read_all(stub, LOG))
+    assert len(found) == 1 + 3 * 301
+    played = replay(LOG, found)  # raises on any mis-sequenced op or broken chain
+    assert played.live_nodes == rec.fsm.live_nodes
+    for name in ("aaaa", "bbbb", "cccc"):
+        fnode = rec.fsm.links["/" + name]
+        payloads = [f.payload for f in found if f.op.write.fnode == fnode]
+        assert payloads == [f"{name}{i:04d}".encode() for i in range(300)]
+
+
+async def test_stopped_recorder_refuses_records(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+    await create(stub, journal_spec(LOG))
+    rec = await Recorder.start(LOG, FSM(), new_author(), str(tmp_path), stub)
+    f = rec.open_file(str(tmp_path / "f"), create=True, truncate=False)
+    f.write_at(b"settled by stop", 0)
+    await rec.stop()
+    assert (await read_all(stub, LOG)).endswith(b"settled by stop")
+    with pytest.raises(RecorderError, match="stopped"):
+        f.write_at(b"late", 20)
+    with pytest.raises(RecorderError, match="stopped"):
+        await rec.barrier()
