@@ -78,6 +78,9 @@ class Recorder:
         """
         if not os.path.isabs(directory) or os.path.normpath(directory) != directory:
             raise RecorderError(f"recorder directory must be absolute and clean: {directory!r}")
+        if fsm.has_remaining_hints():
+            # Recording on top of unread history would sequence ops the log never saw.
+            raise RecorderError(f"cannot record to {log!r}: FSM has remaining unread hints")
         head = (await append_retrying(client, log, b"")).commit.end
         service = AppendService(client, check_registers=fence_selector(author))
         outbox = Outbox(asyncio.get_running_loop(), service, log, head)

@@ -331,3 +331,16 @@ async def test_stopped_recorder_refuses_records(
         f.write_at(b"late", 20)
     with pytest.raises(RecorderError, match="stopped"):
         await rec.barrier()
+
+
+async def test_start_refuses_an_fsm_with_unread_hints_or_a_relative_directory(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+    await create(stub, journal_spec(LOG))
+    rec = await Recorder.start(LOG, FSM(), new_author(), str(tmp_path), stub)
+    rec.open_file(str(tmp_path / "f"), create=True, truncate=False)
+    hints = await rec.build_hints()
+    await rec.stop()
+    with pytest.raises(RecorderError, match="remaining unread hints"):
+        await Recorder.start(LOG, FSM(hints), new_author(), str(tmp_path), stub)
+    with pytest.raises(RecorderError, match="absolute and clean"):
+        await Recorder.start(LOG, FSM(), new_author(), "relative/dir", stub)
