@@ -12,7 +12,9 @@ client: records share their batch's `AsyncAppend` (one future per batch),
 so a record costs only a buffer append.
 
 Constructed with a Router instead of a stub, each batch goes straight to the
-journal's primary once a response has revealed it (see `routing`).
+journal's primary once a response has revealed it (see `routing`). Given
+`check_registers`, every batch carries that selector, so a writer fenced by
+another's register union sees its appends fail with REGISTER_MISMATCH.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class AppendService:
     """Batching, pipelined appends of records to many journals.
 
     `stub` is a broker's stub, or a Router to append directly at primaries.
+    `check_registers`, if given, guards every append of the service.
     """
 
     def __init__(
@@ -110,8 +113,11 @@ class AppendService:
         stub: JournalClient,
         max_batch_bytes: int = MAX_BATCH_BYTES,
         timeout: float = DEFAULT_TIMEOUT,
+        *,
+        check_registers: pb.LabelSelector | None = None,
     ) -> None:
         self._stub = stub
+        self._check_registers = check_registers
         self._max_batch = max_batch_bytes
         self._timeout = timeout
         self._journals: dict[str, _Journal] = {}
@@ -195,7 +201,8 @@ class AppendService:
         backoff = Backoff()
         while True:
             try:
-                resp = await append(self._stub, journal, batch.buf, timeout=self._timeout)
+                resp = await append(self._stub, journal, batch.buf, timeout=self._timeout,
+                                    check_registers=self._check_registers)
             except GazetteError as err:
                 if err.retriable:
                     await backoff.wait()

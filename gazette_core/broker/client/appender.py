@@ -151,6 +151,8 @@ async def append_retrying(
     *,
     deadline: float = 30.0,
     timeout: float = DEFAULT_TIMEOUT,
+    check_registers: pb.LabelSelector | None = None,
+    union_registers: pb.LabelSet | None = None,
 ) -> pb.AppendResponse:
     """Append `data`, retrying retriable failures (no primary yet, broker restarting).
 
@@ -164,7 +166,9 @@ async def append_retrying(
     give_up = loop.time() + deadline
     while True:
         try:
-            return await append(stub, journal, data, timeout=timeout)
+            return await append(stub, journal, data, timeout=timeout,
+                                check_registers=check_registers,
+                                union_registers=union_registers)
         except GazetteError as exc:
             delay = backoff.next_delay()
             if not exc.retriable or loop.time() + delay > give_up:
