@@ -45,6 +45,12 @@ class RecordedVFS(apsw.VFS):  # type: ignore[misc]
     def is_recorded(self, path: str | None) -> bool:
         return path is not None and path.startswith(self.root + os.sep)
 
+    def xFullPathname(self, name: str) -> str:
+        # Names stay as given (made absolute), symlinks unresolved: the default VFS would
+        # resolve them, move recorded paths out from under `root`, and report the
+        # resolution as an error through apsw (SQLITE_OK_SYMLINK).
+        return os.path.abspath(name)
+
     def xOpen(self, name: Any, flags: list[int]) -> apsw.VFSFile:
         path = name.filename() if isinstance(name, apsw.URIFilename) else name
         kind = flags[0]

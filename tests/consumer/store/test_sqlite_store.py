@@ -208,3 +208,41 @@ async def test_commit_waits_for_wait_for_and_fails_with_it(tmp_path: Path) -> No
     assert len(plain_contents(tmp_path / "mirror")[1]["kv"]) == 6
     await store.close()
     mirror.close()
+
+
+@pytest.mark.parametrize(
+    ("journal_mode", "log_file", "restart"),
+    [
+        ("WAL", "primary.db-wal", "PRAGMA wal_checkpoint(RESTART)"),
+        ("PERSIST", "primary.db-journal", "SELECT 1"),
+    ],
+)
+async def test_a_restarted_log_file_drops_its_old_content_from_the_recording(
+    tmp_path: Path, journal_mode: str, log_file: str, restart: str
+) -> None:
+    store, mirror = await open_store(tmp_path, journal_mode)
+    await commit_rows(store, 0, 200, 1)
+    await store.run(lambda c: c.execute(restart).fetchall(), in_transaction=False)
+    await commit_rows(store, 1000, 1, 2)
+    original = await store.run(tables, in_transaction=False)
+    local_size = (tmp_path / "store" / log_file).stat().st_size
+    recorded_size = (tmp_path / "mirror" / log_file).stat().st_size
+    await store.close()
+    mirror.close()
+    # The local file keeps stale bytes past the new generation; the recording does not.
+    assert recorded_size < local_size // 4
+    verdict, copied = plain_contents(tmp_path / "mirror")
+    assert verdict == "ok"
+    assert copied == original
+
+
+async def test_a_store_directory_reached_through_a_symlink_is_recorded(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    mirror = MirrorRecording(tmp_path / "via" / "store", tmp_path / "mirror")
+    store = await SQLiteStore.open(tmp_path / "via" / "store", mirror, bootstrap_sql=SCHEMA)
+    await commit_rows(store, 0, 10, 1)
+    original = await store.run(tables, in_transaction=False)
+    await store.close()
+    mirror.close()
+    assert plain_contents(tmp_path / "mirror") == ("ok", original)
