@@ -22,10 +22,12 @@ import apsw
 from gazette_core.consumer.store.interface import Checkpoint, Store
 from gazette_core.consumer.store.recording import LoopRecording, Recording
 from gazette_core.consumer.store.sqlite_vfs import RecordedVFS, retrieve, unregister
+from gazette_core.errors import ValidationError
 
 T = TypeVar("T")
 
 DB_NAME = "primary.db"
+JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST")
 _CHECKPOINT_DDL = (
     "CREATE TABLE IF NOT EXISTS gazette_checkpoint ("
     "rowid INTEGER PRIMARY KEY DEFAULT 0 CHECK (rowid = 0), checkpoint BLOB);"
@@ -51,9 +53,17 @@ class SQLiteStore(Store):
         recording: Recording,
         *,
         bootstrap_sql: str = "",
-        journal_mode: str = "DELETE",
+        journal_mode: str = "WAL",
     ) -> SQLiteStore:
-        """Open (or create) `directory/primary.db`, e.g. in a directory a player rebuilt."""
+        """Open (or create) `directory/primary.db`, e.g. in a directory a player rebuilt.
+
+        `journal_mode` is WAL (the default: one recorded append stream per commit) or a
+        rollback-journal mode, DELETE, TRUNCATE or PERSIST; the others are not durable.
+        """
+        if journal_mode.upper() not in JOURNAL_MODES:
+            raise ValidationError(
+                "journal_mode", f"{journal_mode!r} is not one of {', '.join(JOURNAL_MODES)}"
+            )
         loop = asyncio.get_running_loop()
         root = Path(directory).absolute()
         root.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,14 @@ def open_plain(directory: Path) -> apsw.Connection:
 
 
 def plain_contents(directory: Path) -> tuple[str, dict[str, list[tuple[Any, ...]]]]:
-    """`PRAGMA integrity_check`'s verdict and every table of `directory`'s database."""
-    conn = open_plain(directory)
+    """`PRAGMA integrity_check`'s verdict and every table of `directory`'s database.
+
+    It opens a copy: opening recovers journals and checkpoints the WAL, which must not
+    change a directory still being written.
+    """
+    copy = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f"{directory.name}-opened-"))
+    shutil.copytree(directory, copy, dirs_exist_ok=True)
+    conn = open_plain(copy)
     try:
         verdict = ";".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
         return verdict, tables(conn)

@@ -17,6 +17,7 @@ import pytest
 
 from gazette_core.consumer.store.interface import Checkpoint
 from gazette_core.consumer.store.sqlite import SQLiteStore
+from gazette_core.errors import ValidationError
 from tests.consumer.store.mirror import MirrorRecording
 from tests.consumer.store.sqlite_support import plain_contents, tables
 
@@ -34,7 +35,7 @@ def checkpoint_at(offset: int) -> Checkpoint:
 
 
 async def open_store(
-    tmp: Path, journal_mode: str = "DELETE"
+    tmp: Path, journal_mode: str = "WAL"
 ) -> tuple[SQLiteStore, MirrorRecording]:
     mirror = MirrorRecording(tmp / "store", tmp / "mirror")
     store = await SQLiteStore.open(
@@ -58,7 +59,7 @@ def random_txn(conn: apsw.Connection, rng: random.Random) -> None:
             conn.execute("INSERT INTO notes (note) VALUES (?)", ("n" * rng.randrange(200),))
 
 
-@pytest.mark.parametrize("journal_mode", ["DELETE", "WAL"])
+@pytest.mark.parametrize("journal_mode", ["DELETE", "TRUNCATE", "WAL"])
 async def test_random_transactions_mirror_is_an_identical_database(
     tmp_path: Path, journal_mode: str
 ) -> None:
@@ -162,8 +163,11 @@ async def test_a_crash_at_any_op_of_a_commit_recovers_a_committed_state(
     assert any(t and o == "before" for t, o in zip(torn, outcomes, strict=True)), (torn, outcomes)
 
 
-async def test_closing_mid_transaction_leaves_the_last_committed_state(tmp_path: Path) -> None:
-    store, mirror = await open_store(tmp_path)
+@pytest.mark.parametrize("journal_mode", ["DELETE", "WAL"])
+async def test_closing_mid_transaction_leaves_the_last_committed_state(
+    tmp_path: Path, journal_mode: str
+) -> None:
+    store, mirror = await open_store(tmp_path, journal_mode)
     await commit_rows(store, 0, 40, 1)
     committed = await store.run(tables, in_transaction=False)
     await store.run(lambda c: c.execute("PRAGMA cache_size=2"), in_transaction=False)
@@ -246,3 +250,9 @@ async def test_a_store_directory_reached_through_a_symlink_is_recorded(tmp_path:
     await store.close()
     mirror.close()
     assert plain_contents(tmp_path / "mirror") == ("ok", original)
+
+
+async def test_a_journal_mode_that_is_not_durable_is_refused(tmp_path: Path) -> None:
+    mirror = MirrorRecording(tmp_path / "store", tmp_path / "mirror")
+    with pytest.raises(ValidationError, match="journal_mode: 'MEMORY' is not one of"):
+        await SQLiteStore.open(tmp_path / "store", mirror, journal_mode="MEMORY")
