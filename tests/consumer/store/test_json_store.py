@@ -104,3 +104,19 @@ async def test_commit_waits_for_wait_for_and_fails_with_it(tmp_path: Path) -> No
     assert decode_state_file((tmp_path / "mirror" / "state.json").read_bytes())[0] == {"n": 0}
     await store.destroy()
     mirror.close()
+
+
+async def test_a_leftover_next_file_from_a_failed_commit_is_replaced(tmp_path: Path) -> None:
+    mirror = MirrorRecording(tmp_path / "store", tmp_path / "mirror")
+    store = await JSONFileStore.open(tmp_path / "store", mirror, initial_state={"n": 1})
+    leftover = store.files.open("next.json", create=True)
+    leftover.write(b"x" * 10_000)  # longer than the real content, as a torn commit leaves
+    leftover.close()
+    await store.start_commit(full_checkpoint(3), None)
+    assert sorted(p.name for p in (tmp_path / "mirror").iterdir()) == ["state.json"]
+    assert decode_state_file((tmp_path / "mirror" / "state.json").read_bytes()) == (
+        {"n": 1},
+        full_checkpoint(3),
+    )
+    await store.destroy()
+    mirror.close()
