@@ -44,6 +44,10 @@ async def open_store(
     return store, mirror
 
 
+def files_of(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
 def random_txn(conn: apsw.Connection, rng: random.Random) -> None:
     for _ in range(rng.randint(1, 5)):
         key = rng.randrange(400)
@@ -69,13 +73,26 @@ async def test_random_transactions_mirror_is_an_identical_database(
         await store.run(lambda conn: random_txn(conn, rng))
         await store.start_commit(checkpoint_at(txn), None)
         if txn == 700:
+            await store.execute("DELETE FROM kv WHERE k < 300")
+            await store.start_commit(checkpoint_at(txn), None)
+            size = (tmp_path / "store" / "primary.db").stat().st_size
             await store.run(lambda conn: conn.execute("VACUUM"), in_transaction=False)
+            await store.run(
+                lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(),
+                in_transaction=False,
+            )
+            assert (tmp_path / "store" / "primary.db").stat().st_size < size  # it shrank
+            # Checkpointed, the database file alone is the state: the copy matches it.
+            shrunk = (tmp_path / "store" / "primary.db").read_bytes()
+            assert (tmp_path / "mirror" / "primary.db").read_bytes() == shrunk
     original = await store.run(tables, in_transaction=False)
     verdict, copied = plain_contents(tmp_path / "mirror")
     await store.close()
     mirror.close()
     assert verdict == "ok"
     assert copied == original
+    # Closed, both directories hold the same files, byte for byte.
+    assert files_of(tmp_path / "mirror") == files_of(tmp_path / "store")
     assert len(original["kv"]) > 100
     assert copied["gazette_checkpoint"] == [(0, checkpoint_at(1500).SerializeToString())]
 
