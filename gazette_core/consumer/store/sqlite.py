@@ -127,8 +127,9 @@ class SQLiteStore(Store):
             row = conn.execute("SELECT checkpoint FROM gazette_checkpoint").fetchone()
             return bytes(row[0]) if row and row[0] else b""
 
+        # Read without beginning a transaction (inside one if the caller has one open).
         checkpoint = Checkpoint()
-        checkpoint.ParseFromString(await self.run(read))
+        checkpoint.ParseFromString(await self._call(lambda: read(self._connection())))
         return checkpoint
 
     def start_commit(
