@@ -163,10 +163,13 @@ class FSM:
             raise LinkExistsError(f"create of {path!r}: path is already linked")
         if path in self.properties:
             raise PropertyExistsError(f"create of {path!r}: path is a property")
-        if self._hinted_fnodes:
-            if self._hinted_fnodes[-1] != op.seq_no:
-                raise FnodeNotTrackedError(f"create at seq_no {op.seq_no} is not a hinted Fnode")
+        # While hints remain, a create that is not the next hinted Fnode made a
+        # node that was dead when the hints were built, even after the last
+        # hinted Fnode: its unlink may sit in a gap between hinted segments.
+        if self._hinted_fnodes and self._hinted_fnodes[-1] == op.seq_no:
             self._hinted_fnodes.pop()
+        elif self._hinted_fnodes or self._hinted:
+            raise FnodeNotTrackedError(f"create at seq_no {op.seq_no} is not a hinted Fnode")
         fnode = op.seq_no
         self.live_nodes[fnode] = {path}
         self.links[path] = fnode
