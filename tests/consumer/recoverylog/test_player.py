@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import logging
 import os
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 import aetcd
 import pytest
 import pytest_asyncio
+from rich.console import Console
 
 from gazette_core.broker.client.appender import append
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -28,6 +30,8 @@ from gazette_core.consumer.recoverylog.playback_errors import (
     UnreadHintsError,
 )
 from gazette_core.consumer.recoverylog.player import Player, Resolved
+from gazette_core.consumer.recoverylog.progress import Progress
+from gazette_core.consumer.recoverylog.progress_bar import play_with_progress
 from gazette_core.errors import AppendError
 from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
@@ -316,3 +320,32 @@ async def test_offset_jumps_are_tolerated_outside_hinted_segments(
     with pytest.raises(OffsetJumpError, match=f"content {first.end}..{begin} is gone"):
         await play(stub, tmp_path / "out", hints)
     assert not (tmp_path / "out").exists()
+
+
+async def test_progress_bar_on_a_terminal_only(stub: pb_grpc.JournalStub,
+                                               tmp_path: Path) -> None:
+    w = OpLog(A)
+    f, create_f = w.create("/f")
+    head = await put(stub, create_f, w.write(f, 0, b"z" * 3000))
+    outputs = []
+    for terminal in (True, False):
+        console = Console(file=io.StringIO(), force_terminal=terminal, width=120)
+        player = Player()
+        player.finish_at_write_head()
+        await play_with_progress(player, rpb.FSMHints(log=LOG), str(tmp_path / "out"), stub,
+                                 console)
+        assert tree(tmp_path / "out") == {"f": b"z" * 3000}
+        outputs.append(console.file.getvalue())  # type: ignore[attr-defined]
+    drawn, plain = outputs
+    assert head.end > 3000
+    assert f"playing {LOG}" in drawn and "3.0/3.0 kB" in drawn
+    assert plain == ""
+
+
+def test_progress_eta_extrapolates_the_rate_so_far() -> None:
+    p = Progress(log=LOG, offset=100, start_offset=0, target_head=400, started=10.0)
+    assert p.remaining == 300 and p.fraction == 0.25
+    assert p.eta(now=12.0) == 6.0  # 100 bytes took 2 s; 300 remain.
+    assert Progress(target_head=400, started=10.0).eta(now=12.0) is None
+    p.offset, p.at_head = 400, True
+    assert (p.fraction, p.eta(now=13.0)) == (1.0, 0.0)
