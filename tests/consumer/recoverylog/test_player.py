@@ -349,3 +349,31 @@ def test_progress_eta_extrapolates_the_rate_so_far() -> None:
     assert Progress(target_head=400, started=10.0).eta(now=12.0) is None
     p.offset, p.at_head = 400, True
     assert (p.fraction, p.eta(now=13.0)) == (1.0, 0.0)
+
+
+async def test_hints_spanning_a_forked_log_play_both_logs(stub: pb_grpc.JournalStub,
+                                                          tmp_path: Path) -> None:
+    old_log = "recovery/logs/shard-000-before"
+    await create(stub, journal_spec(old_log))
+    old = OpLog(A)
+    f, create_f = old.create("/f")
+    await append(stub, old_log, create_f + old.write(f, 0, b"old"))
+    _, first = await play(stub, tmp_path / "first", rpb.FSMHints(log=old_log))
+    old_seg = first.fsm.build_hints(old_log).live_nodes[0].segments[0]
+    old_seg.log = old_log
+
+    # A recorder of B forks onto LOG: a sequenced no-op, then more writes to f.
+    new = OpLog(B, old.seq_no, old.checksum)
+    await put(stub, b"unrelated content before the fork", new.noop())
+    new_seg = rpb.Segment(author=B, first_seq_no=new.seq_no, first_offset=0,
+                          first_checksum=new.checksum, last_seq_no=new.seq_no)
+    await put(stub, new.write(f, 3, b"new"))
+    hints = rpb.FSMHints(log=LOG, live_nodes=[rpb.FnodeSegments(fnode=f,
+                                                                segments=[old_seg, new_seg])])
+    _, resolved = await play(stub, tmp_path / "out", hints)
+    assert tree(tmp_path / "out") == {"f": b"oldnew"}
+    assert (resolved.fsm.next_seq_no, resolved.fsm.next_checksum) == (new.seq_no, new.checksum)
+    segs = resolved.fsm.build_hints(LOG).live_nodes[0].segments
+    assert [s.log for s in segs] == [old_log, ""]
+    await play(stub, tmp_path / "again", resolved.fsm.build_hints(LOG))
+    assert tree(tmp_path / "again") == {"f": b"oldnew"}
