@@ -133,6 +133,25 @@ class LogReader:
     async def _next_chunk(self, rr: RetryReader) -> bytes | None:
         """The next chunk; None when the read must be reopened (interrupted, or a
         blocking read bounded at the head reached it). Raises AtHead."""
+        try:
+            if self.tail:
+                return await self._next_interruptible(rr)
+            self._interrupt.clear()  # Meant for a tailing read that has ended since.
+            return await anext(rr)
+        except StopAsyncIteration:
+            pass
+        head = rr.write_head
+        self._restart()
+        if head is None:
+            return None
+        self.head = max(self.head, head)
+        raise AtHead(self.head)
+
+    async def _next_interruptible(self, rr: RetryReader) -> bytes | None:
+        """Like anext(rr), but None once `interrupt()` is called first.
+
+        Only tailing reads wait on both: a task per chunk is too dear for backfill.
+        """
         if self._pending is None:
             self._pending = asyncio.ensure_future(anext(rr))
         interrupted = asyncio.ensure_future(self._interrupt.wait())
@@ -146,16 +165,7 @@ class LogReader:
             self._restart()
             return None
         pending, self._pending = self._pending, None
-        try:
-            return pending.result()
-        except StopAsyncIteration:
-            pass
-        head = rr.write_head
-        self._restart()
-        if head is None:
-            return None
-        self.head = max(self.head, head)
-        raise AtHead(self.head)
+        return pending.result()
 
     def _open(self, offset: int, blocking: bool) -> RetryReader:
         self._restart()
