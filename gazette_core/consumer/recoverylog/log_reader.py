@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
 
 
+# A seek this far past the bytes received reads through rather than restarting the read.
+READ_THROUGH = 256 * 1024
+
+
 class AtHead(Exception):
     """A non-blocking read reached the log's write head (now `write_head`)."""
 
@@ -63,6 +67,7 @@ class LogReader:
         self._buf_offset = offset  # Journal offset of _buf[0].
         self._rr: RetryReader | None = None
         self._rr_blocking = False
+        self._read_to = offset  # Journal offset up to which the open read has received.
         self._pending: asyncio.Task[bytes] | None = None
         self._interrupt = asyncio.Event()
 
@@ -75,16 +80,20 @@ class LogReader:
         return len(self._buf)
 
     def seek(self, log: str, offset: int) -> None:
-        """Move to `offset` of `log`, keeping the open read when the target is buffered."""
+        """Move to `offset` of `log`, keeping the open read when the target is buffered
+        or a short way past what it has received (those bytes are read and dropped)."""
         end = self._buf_offset + len(self._buf)
         if log == self.log and self._buf_offset <= offset <= end:
             del self._buf[: offset - self._buf_offset]
             self._buf_offset = offset
             return
-        self._restart()
-        self.log = log
         self._buf.clear()
         self._buf_offset = offset
+        if (log == self.log and self._rr is not None
+                and end < offset <= self._read_to + READ_THROUGH):
+            return
+        self._restart()
+        self.log = log
 
     def interrupt(self) -> None:
         """Wake a blocking tail read: the caller wants to re-check the head."""
@@ -110,25 +119,31 @@ class LogReader:
 
     async def _fill(self) -> None:
         while True:
-            end = self._buf_offset + len(self._buf)
-            blocking = self.tail or end < self.head
+            want = self._buf_offset + len(self._buf)
+            blocking = self.tail or want < self.head
             if self._rr is None or blocking != self._rr_blocking:
-                self._open(end, blocking)
+                self._open(want, blocking)
             assert self._rr is not None
             chunk = await self._next_chunk(self._rr)
-            if chunk is not None:
-                break
-        start = self._rr.offset - len(chunk)
-        self.bytes_read += len(chunk)
-        if start != end:
-            # Content between `end` and `start` is gone from the log.
-            if self._on_jump is not None:
-                self._on_jump(self.log, end, start)
-            self._buf.clear()
-            self._buf_offset = start
-            self._buf += chunk
-            raise Jumped()
-        self._buf += chunk
+            if chunk is None:
+                continue
+            start = self._rr.offset - len(chunk)
+            self.bytes_read += len(chunk)
+            if start != self._read_to and start > want:
+                # Content from `want` to `start` is gone from the log.
+                if self._on_jump is not None:
+                    self._on_jump(self.log, want, start)
+                self._read_to = self._rr.offset
+                self._buf.clear()
+                self._buf_offset = start
+                self._buf += chunk
+                raise Jumped()
+            self._read_to = self._rr.offset
+            if start < want:  # Bytes a short seek passed over.
+                chunk = chunk[want - start:]
+            if chunk:
+                self._buf += chunk
+                return
 
     async def _next_chunk(self, rr: RetryReader) -> bytes | None:
         """The next chunk; None when the read must be reopened (interrupted, or a
@@ -173,6 +188,7 @@ class LogReader:
         if blocking and not self.tail:
             request.end_offset = self.head
         self._rr = RetryReader(self._client, request)
+        self._read_to = offset
         self._rr_blocking = blocking
         return self._rr
 

@@ -377,3 +377,36 @@ async def test_hints_spanning_a_forked_log_play_both_logs(stub: pb_grpc.JournalS
     assert [s.log for s in segs] == [old_log, ""]
     await play(stub, tmp_path / "again", resolved.fsm.build_hints(LOG))
     assert tree(tmp_path / "again") == {"f": b"oldnew"}
+
+
+class CountingStub:
+    """A Journal stub that counts the Read RPCs made through it."""
+
+    def __init__(self, stub: pb_grpc.JournalStub) -> None:
+        self._stub = stub
+        self.reads: list[int] = []
+
+    def Read(self, request: pb.ReadRequest, **kw: object) -> object:
+        self.reads.append(request.offset)
+        return self._stub.Read(request, **kw)
+
+    def Append(self, **kw: object) -> object:
+        return self._stub.Append(**kw)
+
+
+async def test_skipping_buffered_bytes_keeps_the_read_open(stub: pb_grpc.JournalStub,
+                                                            tmp_path: Path) -> None:
+    w = OpLog(A)
+    f, create_f = w.create("/f")
+    zombie = OpLog(B, seq_no=2)
+    pieces = [create_f]
+    for i in range(50):  # Unapplied payloads to skip, between applied writes.
+        pieces += [zombie.write(f, 0, b"skip me" * 100), w.write(f, i, b"k")]
+    await put(stub, *pieces)
+    counting = CountingStub(stub)
+    player = Player()
+    player.finish_at_write_head()
+    await player.play(rpb.FSMHints(log=LOG), str(tmp_path / "out"), counting)  # type: ignore[arg-type]
+    assert tree(tmp_path / "out") == {"f": b"k" * 50}
+    # One read to the head learned by the barrier, one that finds it is still the head.
+    assert counting.reads == [0, len(b"".join(pieces))]
