@@ -71,7 +71,8 @@ class Player:
     """Plays one recovery log back; poll `progress`, await `tailing` for the first head.
 
     Call `finish_at_write_head()` or `inject_handoff(author)` before or
-    during `play()`; until one is called, playback tails the log.
+    during `play()` (from the event loop's thread); until one is called,
+    playback tails the log once it reaches the head.
     """
 
     def __init__(self) -> None:
