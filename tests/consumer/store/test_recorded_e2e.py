@@ -24,7 +24,7 @@ from gazette_core.testing.broker import journal_spec
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.broker.support import create
 from tests.consumer.store.sqlite_support import plain_contents
-from tests.consumer.store.test_sqlite_store import SCHEMA, checkpoint_at, random_txn
+from tests.consumer.store.test_sqlite_store import SCHEMA, checkpoint_at, files_of, random_txn
 
 LOG = "recovery/logs/e2e"
 
@@ -65,6 +65,13 @@ async def test_sqlite_store_rebuilt_from_offset_zero_and_from_hints(
     from_hints = await play(stub, tmp_path / "from-hints", hints)
     assert plain_contents(tmp_path / "from-zero") == original
     assert plain_contents(tmp_path / "from-hints") == original
+    # Byte for byte: the database file, and the WAL up to where its last restart wrote
+    # (the recording drops a restarted WAL's stale tail, which SQLite never reads).
+    local = files_of(tmp_path / "store")
+    for directory in ("from-zero", "from-hints"):
+        rebuilt = files_of(tmp_path / directory)
+        assert rebuilt["primary.db"] == local["primary.db"]
+        assert local["primary.db-wal"].startswith(rebuilt["primary.db-wal"])
     for resolved in (from_zero, from_hints):
         assert resolved.fsm.links == rec.fsm.links
         assert (resolved.fsm.next_seq_no, resolved.fsm.next_checksum) == (
