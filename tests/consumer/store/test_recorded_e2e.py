@@ -142,9 +142,14 @@ async def test_handoff_fences_a_store_still_committing(
         await some_committed.wait()  # The hand-off then races the zombie's appends.
         claimed = await play(stub, tmp_path / "primary", handoff=other)
         failed_key = await committing
-    # Everything the zombie recorded before the hand-off is the new primary's start.
+    # The new primary starts from a whole commit of the zombie: every commit that
+    # succeeded, and the fenced one only if all of it reached the log before the hand-off
+    # (its outcome was unknown; state and checkpoint still agree).
     claimed_rows = plain_contents(tmp_path / "primary")[1]
-    assert (failed_key, "zombie") not in claimed_rows["notes"]
+    last = zombie_keys(claimed_rows)[-1]
+    assert zombie_keys(claimed_rows) == list(range(1_000_000, last + 1))
+    assert last in (failed_key - 1, failed_key)
+    assert claimed_rows["gazette_checkpoint"] == [(0, checkpoint_at(last).SerializeToString())]
 
     rec = await Recorder.start(LOG, claimed.fsm, other, str(tmp_path / "primary"), stub)
     primary = await SQLiteStore.open(tmp_path / "primary", rec)
@@ -161,12 +166,16 @@ async def test_handoff_fences_a_store_still_committing(
     assert (verdict, rows) == expected and verdict == "ok"
     notes = {r[1] for r in rows["notes"]}
     assert "primary" in notes and "zombie again" not in notes
-    assert (failed_key, "zombie") not in rows["notes"]
-    assert (failed_key - 1, "zombie") in rows["notes"]  # The commit before it is kept.
+    assert zombie_keys(rows) == zombie_keys(claimed_rows)
+    assert rows["gazette_checkpoint"] == [(0, checkpoint_at(7).SerializeToString())]
     await primary.close()
     await rec.stop()
     await zombie.close()
     await zombie_rec.stop()
+
+
+def zombie_keys(rows: dict[str, list[tuple[Any, ...]]]) -> list[int]:
+    return [r[0] for r in rows["notes"] if r[1] == "zombie"]
 
 
 class _Unrecorded:
