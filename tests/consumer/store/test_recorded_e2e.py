@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,31 @@ class _Unrecorded:
         if wait_for is not None:
             await wait_for
 
+
+
+async def test_recorder_killed_mid_commit_plays_back_a_committed_state(
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+    await create(stub, journal_spec(LOG, length=16 << 20))
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.consumer.store.crash_writer", broker.endpoint, LOG,
+        str(tmp_path / "store"), stdout=asyncio.subprocess.PIPE)
+    assert child.stdout is not None
+    durable = 0
+    try:
+        async with asyncio.timeout(60):
+            while durable < 40:
+                durable = int(await child.stdout.readline())
+    finally:
+        child.kill()  # Mid-commit, most likely: it commits back to back.
+        await child.wait()
+
+    await play(stub, tmp_path / "rebuilt")
+    verdict, rows = plain_contents(tmp_path / "rebuilt")
+    assert verdict == "ok"
+    keys = [r[0] for r in rows["rows"]]
+    last = keys[-1]
+    # Every acknowledged commit, perhaps ones whose acknowledgement the kill cut off,
+    # and never part of one: rows and checkpoint agree.
+    assert keys == list(range(1, last + 1)) and last >= durable
+    assert all(r[1] == bytes([r[0] % 251]) * 9000 for r in rows["rows"])
+    assert rows["gazette_checkpoint"] == [(0, checkpoint_at(last).SerializeToString())]
