@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import allocator_bench, broker_bench, ceiling
+from bench import allocator_bench, broker_bench, ceiling, recoverylog_bench
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.client.routing import Router
@@ -85,6 +85,8 @@ def main() -> None:
         try:
             single = on_stack(tmp, "single", 1, 1)
             result = asyncio.run(measure(single.brokers[0].endpoint, ceiling_port))
+            result.update(asyncio.run(recoverylog_bench.measure(single.brokers[0].endpoint,
+                                                                RUNS)))
             local_stack.down(single.directory)
             three = on_stack(tmp, "three", 3, 2)
             result.update(asyncio.run(measure_r3(three.brokers[0].endpoint,
