@@ -135,8 +135,9 @@ class SQLiteStore(Store):
     def start_commit(
         self, checkpoint: Checkpoint, wait_for: Awaitable[None] | None
     ) -> asyncio.Future[None]:
-        # Posted before the worker's record calls, so they queue behind `wait_for`.
-        first = self._recording.barrier(wait_for)
+        # Posted before the worker's record calls, so they queue behind `wait_for`. With
+        # nothing to wait for it would only cost the commit an append round trip.
+        first = self._recording.barrier(wait_for) if wait_for is not None else None
         # Submitted now, not when a coroutine first runs, so it precedes later `run` calls.
         work = asyncio.get_running_loop().run_in_executor(
             self._worker, self._commit_sync, checkpoint.SerializeToString()
@@ -170,9 +171,12 @@ class SQLiteStore(Store):
 
 
 async def _finish_commit(
-    first: Awaitable[None], work: Awaitable[asyncio.Future[None]]
+    first: Awaitable[None] | None, work: Awaitable[asyncio.Future[None]]
 ) -> None:
     """Fail with `wait_for`'s error first, then the local commit's, then the log's."""
+    if first is None:
+        await (await work)
+        return
     outcome = await asyncio.gather(first, work, return_exceptions=True)
     waited, final = outcome
     if isinstance(final, BaseException):
