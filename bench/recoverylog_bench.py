@@ -37,7 +37,7 @@ MiB = 1 << 20
 TXNS = int(os.environ.get("BENCH_SQLITE_TXNS", "2000"))
 PLAYBACK_MB = int(os.environ.get("BENCH_PLAYBACK_MB", "100"))
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)"
-LIVE_MB = 2
+LIVE_MB = int(os.environ.get("BENCH_LIVE_MB", "2"))
 SQLITE_LOG, PLAYBACK_LOG = "bench/recovery/sqlite", "bench/recovery/playback"
 HINTS_LOG = "bench/recovery/hints"
 
