@@ -14,6 +14,7 @@ a new file so that recovery stops replaying the old file's history; see
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import time
@@ -36,6 +37,7 @@ from gazette_core.consumer.store.sqlite_vfs import RecordedVFS, retrieve, unregi
 from gazette_core.errors import ValidationError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DB_NAME = "primary.db"
 JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST")
@@ -179,8 +181,20 @@ class SQLiteStore(Store):
         committed = self._recording.barrier(None)
         if self.compaction.due(self._vfs.written.get(self.db_path, 0), self._db_size()):
             # Recorded after the commit, so the commit's barrier does not wait for it.
-            self._compact_sync()
+            self._auto_compact(committed)
         return committed
+
+    def _auto_compact(self, committed: asyncio.Future[None]) -> None:
+        """Compact; a failure leaves the commit standing unless the database is lost."""
+        try:
+            self._compact_sync()
+        except (apsw.Error, OSError) as err:
+            if self._conn is None:
+                committed.add_done_callback(retrieve)
+                raise
+            # Tried again only once as much history has accumulated again.
+            self._vfs.written.clear()
+            log.warning("compaction of %s failed, the store goes on: %s", self.db_path, err)
 
     async def compact(self) -> None:
         """Rewrite the database into a new file renamed over it; returns once recorded.

@@ -25,6 +25,7 @@ from gazette_core.consumer.store.sqlite_compaction import CompactionPolicy
 from gazette_core.testing.broker import journal_spec
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.broker.support import append, content, create
+from tests.consumer.store.mirror import MirrorRecording
 from tests.consumer.store.sqlite_support import plain_contents
 from tests.consumer.store.test_recorded_e2e import _Unrecorded
 from tests.consumer.store.test_sqlite_store import checkpoint_at
@@ -46,9 +47,11 @@ async def churn(store: SQLiteStore, rng: random.Random, first: int, count: int) 
 
 
 async def open_recorded(client: pb_grpc.JournalStub, directory: Path,
-                        policy: CompactionPolicy) -> tuple[Recorder, SQLiteStore]:
+                        policy: CompactionPolicy, journal_mode: str = "WAL",
+                        ) -> tuple[Recorder, SQLiteStore]:
     rec = await Recorder.start(LOG, FSM(), new_author(), str(directory), client)
-    store = await SQLiteStore.open(directory, rec, bootstrap_sql=SCHEMA, compaction=policy)
+    store = await SQLiteStore.open(directory, rec, bootstrap_sql=SCHEMA,
+                                   journal_mode=journal_mode, compaction=policy)
     return rec, store
 
 
@@ -83,19 +86,20 @@ async def test_compacted_store_recovers_from_hints_reading_about_its_size(
     await reopened.close()
 
 
-@pytest.mark.parametrize("journal_mode", ["DELETE", "WAL"])
+# In WAL mode the database file is written only at WAL checkpoints, hence more commits.
+@pytest.mark.parametrize(("journal_mode", "commits"), [("DELETE", 600), ("WAL", 1500)])
 async def test_commits_compact_automatically_past_the_policy_ratio(
         broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path,  # noqa: F811
-        journal_mode: str) -> None:
+        journal_mode: str, commits: int) -> None:
     await create(stub, journal_spec(LOG, length=64 << 20))
     rec = await Recorder.start(LOG, FSM(), new_author(), str(tmp_path / "store"), stub)
     store = await SQLiteStore.open(tmp_path / "store", rec, bootstrap_sql=SCHEMA,
                                    journal_mode=journal_mode,
                                    compaction=CompactionPolicy(ratio=4, floor=0))
     rng = random.Random(9)
-    await churn(store, rng, 1, 1500)
+    await churn(store, rng, 1, commits)
     assert store.compactions >= 1
-    await churn(store, rng, 1501, 20)
+    await churn(store, rng, commits + 1, 20)
     hints = await rec.build_hints()
     db_size = (tmp_path / "store" / "primary.db").stat().st_size
     wal = tmp_path / "store" / "primary.db-wal"
@@ -122,10 +126,12 @@ def frame_ends(log: bytes, start: int) -> list[int]:
     return ends
 
 
+@pytest.mark.parametrize("journal_mode", ["WAL", "DELETE", "PERSIST"])
 async def test_every_prefix_of_a_compaction_plays_back_a_whole_database(
-        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
+        broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path,  # noqa: F811
+        journal_mode: str) -> None:
     await create(stub, journal_spec(LOG, length=64 << 20))
-    rec, store = await open_recorded(stub, tmp_path / "store", OFF)
+    rec, store = await open_recorded(stub, tmp_path / "store", OFF, journal_mode)
     await churn(store, random.Random(3), 1, 100)
     before = len(await content(stub, LOG))
     expected = plain_contents(tmp_path / "store")
@@ -147,7 +153,8 @@ async def test_every_prefix_of_a_compaction_plays_back_a_whole_database(
         rebuilt = tmp_path / f"cut-{n}"
         await play(stub, name, rebuilt)
         # Opening the store finishes (or drops) a compaction the cut interrupted.
-        opened = await SQLiteStore.open(rebuilt, _Unrecorded(), compaction=OFF)
+        opened = await SQLiteStore.open(rebuilt, _Unrecorded(), journal_mode=journal_mode,
+                                        compaction=OFF)
         await opened.close()
         assert plain_contents(rebuilt) == expected, f"cut at {cut}"
         db = (rebuilt / "primary.db").read_bytes()
@@ -156,3 +163,21 @@ async def test_every_prefix_of_a_compaction_plays_back_a_whole_database(
             assert not (rebuilt / "primary.db-wal").exists()
     assert seen == {"old", "new"}
     assert old_db != new_db
+
+
+async def test_a_failed_automatic_compaction_leaves_commits_standing(tmp_path: Path) -> None:
+    mirror = MirrorRecording(tmp_path / "store", tmp_path / "mirror")
+    store = await SQLiteStore.open(tmp_path / "store", mirror, bootstrap_sql=SCHEMA,
+                                   journal_mode="DELETE",
+                                   compaction=CompactionPolicy(ratio=1, floor=0))
+    # A directory where the compaction's new file goes makes every attempt fail.
+    (tmp_path / "store" / "primary.db-compact").mkdir()
+    await churn(store, random.Random(5), 1, 300)
+    assert store.compactions == 0
+    assert await store.restore_checkpoint() == checkpoint_at(300)
+    (tmp_path / "store" / "primary.db-compact").rmdir()
+    await churn(store, random.Random(6), 301, 300)
+    assert store.compactions >= 1
+    expected = plain_contents(tmp_path / "store")
+    await store.close()
+    assert plain_contents(tmp_path / "mirror") == expected
