@@ -3,7 +3,8 @@
 Each figure comes with a ceiling measured in the same run: a plain SQLite database with
 `synchronous=FULL` on local disk doing the same transactions, and reading the played log
 raw with the client. `playback_from_hints_s` plays a log of PLAYBACK_MB dead data then
-LIVE_MB live data from the recorder's hints, against playing it from offset 0.
+LIVE_MB live data from the recorder's hints, against playing it from offset 0; the
+`sqlite_*hints*` figures (sqlite_compaction_bench) show what store compaction saves.
 Run alone with `python -m bench.recoverylog_bench` (on its own local stack).
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import apsw
 
-from bench import broker_bench
+from bench import broker_bench, sqlite_compaction_bench
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -164,7 +165,8 @@ async def measure(broker: str, runs: int) -> dict[str, float]:
     try:
         async with journal_stub(broker) as stub:
             specs = [journal_spec(n, length=512 * MiB, refresh_s=60)
-                     for n in (SQLITE_LOG, SQLITE_LOG + "-pipelined", PLAYBACK_LOG, HINTS_LOG)]
+                     for n in (SQLITE_LOG, SQLITE_LOG + "-pipelined", PLAYBACK_LOG, HINTS_LOG,
+                               sqlite_compaction_bench.COMPACT_LOG)]
             await apply_journals(stub, pb.ApplyRequest(changes=[
                 pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
             for spec in specs:
@@ -187,6 +189,7 @@ async def measure(broker: str, runs: int) -> dict[str, float]:
                 [(await play_s(stub, hints, tmp / "from-hints"))[0] for _ in range(runs)])
             out["playback_from_zero_s"] = min([(await play_s(
                 stub, rpb.FSMHints(log=HINTS_LOG), tmp / "from-zero"))[0] for _ in range(runs)])
+            out.update(await sqlite_compaction_bench.measure(stub, tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out["recorder_sqlite_ratio"] = out["recorder_sqlite_txn_per_s"] / out["sqlite_plain_txn_per_s"]

@@ -5,11 +5,17 @@ All SQLite work runs on one worker thread; record calls reach the recording thro
 `start_commit` writes the checkpoint into table `gazette_checkpoint` and commits, so state
 and read offsets commit together, then returns a barrier that resolves once every write of
 the commit is in the recovery log.
+
+`compact` (and, after a commit, the store's `CompactionPolicy`) rewrites the database into
+a new file so that recovery stops replaying the old file's history; see
+`sqlite_compaction`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -21,10 +27,17 @@ import apsw
 
 from gazette_core.consumer.store.interface import Checkpoint, Store
 from gazette_core.consumer.store.recording import LoopRecording, Recording
+from gazette_core.consumer.store.sqlite_compaction import (
+    CompactionPolicy,
+    install_compacted,
+    recover_interrupted,
+    write_compacted,
+)
 from gazette_core.consumer.store.sqlite_vfs import RecordedVFS, retrieve, unregister
 from gazette_core.errors import ValidationError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DB_NAME = "primary.db"
 JOURNAL_MODES = ("WAL", "DELETE", "TRUNCATE", "PERSIST")
@@ -38,8 +51,19 @@ _CHECKPOINT_DDL = (
 class SQLiteStore(Store):
     """Open with `await SQLiteStore.open(directory, recording)`; use with `run`/`execute`."""
 
-    def __init__(self, directory: Path, recording: LoopRecording, vfs: RecordedVFS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        recording: LoopRecording,
+        vfs: RecordedVFS,
+        journal_mode: str = "WAL",
+        compaction: CompactionPolicy | None = None,
+    ) -> None:
         self.directory = directory
+        self.db_path = str(directory / DB_NAME)
+        self.journal_mode = journal_mode
+        self.compaction = compaction or CompactionPolicy()
+        self.compactions = 0
         self._recording = recording
         self._vfs = vfs
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-store")
@@ -54,11 +78,13 @@ class SQLiteStore(Store):
         *,
         bootstrap_sql: str = "",
         journal_mode: str = "WAL",
+        compaction: CompactionPolicy | None = None,
     ) -> SQLiteStore:
         """Open (or create) `directory/primary.db`, e.g. in a directory a player rebuilt.
 
         `journal_mode` is WAL (the default: one recorded append stream per commit) or a
         rollback-journal mode, DELETE, TRUNCATE or PERSIST; the others are not durable.
+        `compaction` says when commits compact the database (default `CompactionPolicy()`).
         """
         if journal_mode.upper() not in JOURNAL_MODES:
             raise ValidationError(
@@ -69,13 +95,14 @@ class SQLiteStore(Store):
         root.mkdir(parents=True, exist_ok=True)
         threaded = LoopRecording(recording, loop)
         vfs = RecordedVFS(f"store-{time.time_ns()}", str(root), threaded)
-        store = cls(root, threaded, vfs)
+        store = cls(root, threaded, vfs, journal_mode, compaction)
+        await store._call(recover_interrupted, store.db_path, threaded)
         await store._call(store._open_sync, bootstrap_sql, journal_mode)
         return store
 
     def _open_sync(self, bootstrap_sql: str, journal_mode: str) -> None:
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(str(self.directory / DB_NAME), flags=flags, vfs=self._vfs.vfs_name)
+        conn = apsw.Connection(self.db_path, flags=flags, vfs=self._vfs.vfs_name)
         self._conn = conn
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA secure_delete=FAST")
@@ -151,7 +178,48 @@ class SQLiteStore(Store):
             conn.execute("COMMIT")
         finally:
             self._in_txn = conn.in_transaction
-        return self._recording.barrier(None)
+        committed = self._recording.barrier(None)
+        if self.compaction.due(self._vfs.written.get(self.db_path, 0), self._db_size()):
+            # Recorded after the commit, so the commit's barrier does not wait for it.
+            self._auto_compact(committed)
+        return committed
+
+    def _auto_compact(self, committed: asyncio.Future[None]) -> None:
+        """Compact; a failure leaves the commit standing unless the database is lost."""
+        try:
+            self._compact_sync()
+        except (apsw.Error, OSError) as err:
+            if self._conn is None:
+                committed.add_done_callback(retrieve)
+                raise
+            # Tried again only once as much history has accumulated again.
+            self._vfs.written.clear()
+            log.warning("compaction of %s failed, the store goes on: %s", self.db_path, err)
+
+    async def compact(self) -> None:
+        """Rewrite the database into a new file renamed over it; returns once recorded.
+
+        No transaction may be open. Afterwards hints cover only the new file's writes.
+        """
+        await self._call(self._compact_sync)
+        await self._recording.barrier(None)
+
+    def _compact_sync(self) -> None:
+        target = write_compacted(self._no_txn_sync(), self.db_path, self._recording)
+        self._close_sync()
+        try:
+            install_compacted(target, self.db_path, self._recording)
+        finally:
+            # Reopened on the old file if the rename failed: the store stays usable.
+            self._open_sync("", self.journal_mode)
+        self._vfs.written.clear()
+        self.compactions += 1
+
+    def _db_size(self) -> int:
+        try:
+            return os.path.getsize(self.db_path)
+        except FileNotFoundError:
+            return 0
 
     async def close(self) -> None:
         """Close the database (an open transaction rolls back) and the worker, keeping files."""

@@ -40,6 +40,8 @@ class RecordedVFS(apsw.VFS):  # type: ignore[misc]
         self.root = os.path.abspath(root)
         self.recording = recording
         self.vfs_name = name
+        # Bytes written per recorded path since the count was reset (compaction policy).
+        self.written: dict[str, int] = {}
         super().__init__(name, "")
 
     def is_recorded(self, path: str | None) -> bool:
@@ -86,6 +88,7 @@ class RecordedVFSFile(apsw.VFSFile):  # type: ignore[misc]
     def __init__(self, vfs: RecordedVFS, name: Any, flags: list[int], path: str, kind: int) -> None:
         super().__init__("", name, flags)
         self._vfs = vfs
+        self._path = path
         self._is_log = bool(kind & _LOG_KINDS)
         create = bool(kind & apsw.SQLITE_OPEN_CREATE)
         self._fnode = RecordedFnode(vfs.recording, path, create=create, truncate=False)
@@ -95,6 +98,7 @@ class RecordedVFSFile(apsw.VFSFile):  # type: ignore[misc]
         if self._is_log and offset == 0 and bytes(data[:4]) in _RESTART_MAGIC:
             self._fnode.recreate()
         self._fnode.wrote(bytes(data), offset)
+        self._vfs.written[self._path] = self._vfs.written.get(self._path, 0) + len(data)
 
     def xTruncate(self, newsize: int) -> None:
         old = self.xFileSize()
