@@ -16,6 +16,7 @@ from gazette_core.broker.service import Broker
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.author import new_author
 from gazette_core.consumer.recoverylog.fsm import FSM
+from gazette_core.consumer.recoverylog.hints import decode_hints
 from gazette_core.consumer.recoverylog.player import Player, Resolved
 from gazette_core.consumer.recoverylog.recorder import Recorder, RecorderError
 from gazette_core.consumer.store.json_file import JSONFileStore
@@ -206,9 +207,10 @@ class _Unrecorded:
 async def test_recorder_killed_mid_commit_plays_back_a_committed_state(
         broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
     await create(stub, journal_spec(LOG, length=16 << 20))
+    hints_file = tmp_path / "hints.json"
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.consumer.store.crash_writer", broker.endpoint, LOG,
-        str(tmp_path / "store"), stdout=asyncio.subprocess.PIPE)
+        str(tmp_path / "store"), str(hints_file), stdout=asyncio.subprocess.PIPE)
     assert child.stdout is not None
     durable = 0
     try:
@@ -219,13 +221,17 @@ async def test_recorder_killed_mid_commit_plays_back_a_committed_state(
         child.kill()  # Mid-commit, most likely: it commits back to back.
         await child.wait()
 
-    await play(stub, tmp_path / "rebuilt")
-    verdict, rows = plain_contents(tmp_path / "rebuilt")
-    assert verdict == "ok"
-    keys = [r[0] for r in rows["rows"]]
-    last = keys[-1]
-    # Every acknowledged commit, perhaps ones whose acknowledgement the kill cut off,
-    # and never part of one: rows and checkpoint agree.
-    assert keys == list(range(1, last + 1)) and last >= durable
-    assert all(r[1] == bytes([r[0] % 251]) * 9000 for r in rows["rows"])
-    assert rows["gazette_checkpoint"] == [(0, checkpoint_at(last).SerializeToString())]
+    # From offset 0, and from the hints the killed process last saved, as a
+    # process taking over after losing the store's disk would.
+    hints = decode_hints(hints_file.read_bytes())
+    for rebuilt, from_hints in ((tmp_path / "from-zero", None), (tmp_path / "from-hints", hints)):
+        await play(stub, rebuilt, from_hints)
+        verdict, rows = plain_contents(rebuilt)
+        assert verdict == "ok"
+        keys = [r[0] for r in rows["rows"]]
+        last = keys[-1]
+        # Every acknowledged commit, perhaps ones whose acknowledgement the kill cut off,
+        # and never part of one: rows and checkpoint agree.
+        assert keys == list(range(1, last + 1)) and last >= durable
+        assert all(r[1] == bytes([r[0] % 251]) * 9000 for r in rows["rows"])
+        assert rows["gazette_checkpoint"] == [(0, checkpoint_at(last).SerializeToString())]
