@@ -2,7 +2,7 @@
 
 Each figure comes with a ceiling measured in the same run: a plain SQLite database with
 `synchronous=FULL` on local disk doing the same transactions, and reading the played log
-raw with the client. `playback_from_hints_s` plays a log of PLAYBACK_MB dead data then
+raw with the client. `playback_from_hints_s` plays a log of DEAD_MB dead data then
 LIVE_MB live data from the recorder's hints, against playing it from offset 0; the
 `sqlite_*hints*` figures (sqlite_compaction_bench) show what store compaction saves.
 Run alone with `python -m bench.recoverylog_bench` (on its own local stack).
@@ -37,9 +37,11 @@ from gazette_core.testing.broker import journal_spec, journal_stub
 
 MiB = 1 << 20
 TXNS = int(os.environ.get("BENCH_SQLITE_TXNS", "2000"))
-PLAYBACK_MB = int(os.environ.get("BENCH_PLAYBACK_MB", "100"))
+# The issue's sizes: a 200 MB log to play, and 500 MB of which 10 MB are live.
+PLAYBACK_MB = int(os.environ.get("BENCH_PLAYBACK_MB", "200"))
+DEAD_MB = int(os.environ.get("BENCH_DEAD_MB", "490"))
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB)"
-LIVE_MB = int(os.environ.get("BENCH_LIVE_MB", "2"))
+LIVE_MB = int(os.environ.get("BENCH_LIVE_MB", "10"))
 SQLITE_LOG, PLAYBACK_LOG = "bench/recovery/sqlite", "bench/recovery/playback"
 HINTS_LOG = "bench/recovery/hints"
 
@@ -132,9 +134,9 @@ async def record_playback_log(stub: pb_grpc.JournalStub, directory: Path) -> Non
 
 
 async def record_mostly_dead_log(stub: pb_grpc.JournalStub, directory: Path) -> rpb.FSMHints:
-    """PLAYBACK_MB of files removed again, then LIVE_MB of live ones; the hints at the end."""
+    """DEAD_MB of files removed again, then LIVE_MB of live ones; the hints at the end."""
     rec = await Recorder.start(HINTS_LOG, FSM(), new_author(), str(directory), stub)
-    for path in await write_files(rec, directory, "dead", PLAYBACK_MB):
+    for path in await write_files(rec, directory, "dead", DEAD_MB):
         rec.remove(str(path))
     await write_files(rec, directory, "live", LIVE_MB)
     hints = await rec.build_hints()
@@ -185,6 +187,7 @@ async def measure(broker: str, runs: int) -> dict[str, float]:
             out["playback_mb_s"] = sorted(rates)[len(rates) // 2]
             hints = await record_mostly_dead_log(stub, tmp / "mostly-dead")
             out["playback_from_hints_live_mb"] = LIVE_MB
+            out["playback_from_hints_log_mb"] = DEAD_MB + LIVE_MB
             out["playback_from_hints_s"] = min(
                 [(await play_s(stub, hints, tmp / "from-hints"))[0] for _ in range(runs)])
             out["playback_from_zero_s"] = min([(await play_s(
