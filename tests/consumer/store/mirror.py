@@ -39,7 +39,9 @@ class MirrorRecording:
         self.broken: BaseException | None = None
         self.applied = 0
         self.on_applied: Callable[[int], None] | None = None
-        self._fds: list[int] = []
+        # Open descriptors by mirror path: closed when their file is removed or replaced,
+        # so a long test does not run out of descriptors.
+        self._fds: dict[str, list[int]] = {}
 
     def target(self, path: str) -> str:
         rel = Path(path).relative_to(self.source)  # raises for paths outside the store
@@ -52,13 +54,13 @@ class MirrorRecording:
         return file
 
     def remove(self, path: str) -> None:
-        self.enqueue(lambda: os.unlink(self.target(path)))
+        self.enqueue(lambda: self._unlink(self.target(path)))
 
     def link(self, src: str, dst: str) -> None:
         self.enqueue(lambda: os.link(self.target(src), self.target(dst)))
 
     def rename(self, src: str, dst: str) -> None:
-        self.enqueue(lambda: os.replace(self.target(src), self.target(dst)))
+        self.enqueue(lambda: self._replace(self.target(src), self.target(dst)))
 
     def barrier(self, wait_for: Awaitable[None] | None = None) -> asyncio.Future[None]:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -72,9 +74,22 @@ class MirrorRecording:
         exists = os.path.exists(target)
         assert exists or create, f"open of unknown {target} without create"
         if exists and truncate:
-            os.unlink(target)  # a new Fnode, as the player builds it
+            self._unlink(target)  # a new Fnode, as the player builds it
         file.fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
-        self._fds.append(file.fd)
+        self._fds.setdefault(target, []).append(file.fd)
+
+    def _unlink(self, target: str) -> None:
+        os.unlink(target)
+        self._close(target)
+
+    def _replace(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+        self._close(dst)
+        self._fds[dst] = self._fds.pop(src, [])
+
+    def _close(self, target: str) -> None:
+        for fd in self._fds.pop(target, []):
+            os.close(fd)
 
     def enqueue(self, op: Callable[[], None]) -> None:
         self._queue.append(op)
@@ -109,9 +124,8 @@ class MirrorRecording:
         self._pump()
 
     def close(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        self._fds.clear()
+        for target in list(self._fds):
+            self._close(target)
 
 
 def _resolved() -> asyncio.Future[None]:
