@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 import grpc
 from aetcd import exceptions as etcd_errors
 
+from gazette_core.broker.client import rpc_errors
 from gazette_core.errors import GazetteError, truncated
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
@@ -26,10 +27,9 @@ log = logging.getLogger(__name__)
 
 # Well under gRPC's 8 KiB metadata limit, with room for other trailers.
 MAX_MESSAGE = 1024
-# Codes of a backing call that a retry may cure; clients see UNAVAILABLE.
-TRANSIENT = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-)
+# Codes of a backing call that a retry may cure (the client library's own set);
+# clients see UNAVAILABLE.
+TRANSIENT = rpc_errors.TRANSIENT
 # Codes of a backing call that describe the request itself, relayed as they are.
 _RELAYED = frozenset(
     {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -15,7 +15,7 @@ from gazette_core.errors import GazetteError, RPCError, StatusError, Unavailable
 # CANCELLED reaches a client only when the server side cancelled the RPC (a
 # broker shutting down cuts its streams); our own cancellation surfaces as
 # asyncio.CancelledError instead. Either way a retry against the cluster helps.
-_TRANSIENT = frozenset(
+TRANSIENT = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED}
 )
 
@@ -24,7 +24,7 @@ def from_rpc_error(err: grpc.aio.AioRpcError, what: str) -> GazetteError:
     """The typed error for a failed gRPC call; `what` names the operation for the message."""
     code = err.code()
     details = err.details() or ""
-    if code in _TRANSIENT:
+    if code in TRANSIENT:
         suffix = f": {details}" if details else ""
         return UnavailableError(f"{what}: {code.name}{suffix}")
     return RPCError(code.name, f"{what}: {details}" if details else what)
