@@ -22,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from bench import broker_bench, sqlite_compaction_bench
+from bench.playback import timed_play
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -29,7 +30,6 @@ from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.author import new_author
 from gazette_core.consumer.recoverylog.fsm import FSM
-from gazette_core.consumer.recoverylog.player import Player
 from gazette_core.consumer.recoverylog.recorder import Recorder
 from gazette_core.consumer.store.interface import Checkpoint
 from gazette_core.consumer.store.sqlite import SQLiteStore
@@ -147,13 +147,8 @@ async def record_mostly_dead_log(stub: pb_grpc.JournalStub, directory: Path) -> 
 async def play_s(stub: pb_grpc.JournalStub, hints: rpb.FSMHints, directory: Path
                  ) -> tuple[float, int]:
     """Seconds to play `hints` into `directory` to the write head, and the head."""
-    player = Player()
-    player.finish_at_write_head()
-    start = time.perf_counter()
-    await player.play(hints, str(directory), stub)
-    elapsed = time.perf_counter() - start
-    shutil.rmtree(directory)
-    return elapsed, player.progress.offset
+    elapsed, progress = await timed_play(stub, hints, directory)
+    return elapsed, progress.offset
 
 
 async def playback_mb_s(stub: pb_grpc.JournalStub, directory: Path) -> float:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import time
 from pathlib import Path
 
+from bench.playback import timed_play
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.author import new_author
 from gazette_core.consumer.recoverylog.fsm import FSM
-from gazette_core.consumer.recoverylog.player import Player
 from gazette_core.consumer.recoverylog.recorder import Recorder
 from gazette_core.consumer.store.interface import Checkpoint
 from gazette_core.consumer.store.sqlite import SQLiteStore
@@ -32,13 +31,8 @@ SCHEMA = "CREATE TABLE IF NOT EXISTS c (k INTEGER PRIMARY KEY, n INTEGER, pad BL
 async def _play(stub: pb_grpc.JournalStub, hints: rpb.FSMHints, directory: Path
                 ) -> tuple[float, int]:
     """Seconds to play `hints` to the write head, and the log bytes read."""
-    player = Player()
-    player.finish_at_write_head()
-    start = time.perf_counter()
-    await player.play(hints, str(directory), stub)
-    elapsed = time.perf_counter() - start
-    shutil.rmtree(directory)
-    return elapsed, player.progress.bytes_read
+    elapsed, progress = await timed_play(stub, hints, directory)
+    return elapsed, progress.bytes_read
 
 
 async def measure(stub: pb_grpc.JournalStub, tmp: Path) -> dict[str, float]:
