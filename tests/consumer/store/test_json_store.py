@@ -6,6 +6,7 @@ import asyncio
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,17 +34,22 @@ def full_checkpoint(offset: int) -> Checkpoint:
     return checkpoint
 
 
+def random_counts(state: dict[str, Any], rng: random.Random) -> None:
+    """One transaction's worth of random word-count changes to `state`."""
+    for _ in range(rng.randint(1, 4)):
+        key = f"word-{rng.randrange(300)}"
+        if rng.random() < 0.8:
+            state[key] = state.get(key, 0) + rng.randrange(1, 9)
+        else:
+            state.pop(key, None)
+
+
 async def test_random_commits_mirror_to_the_same_state_and_checkpoint(tmp_path: Path) -> None:
     mirror = MirrorRecording(tmp_path / "store", tmp_path / "mirror")
     store = await JSONFileStore.open(tmp_path / "store", mirror, initial_state={})
     rng = random.Random(7)
     for txn in range(1, 801):
-        for _ in range(rng.randint(1, 4)):
-            key = f"word-{rng.randrange(300)}"
-            if rng.random() < 0.8:
-                store.state[key] = store.state.get(key, 0) + rng.randrange(1, 9)
-            else:
-                store.state.pop(key, None)
+        random_counts(store.state, rng)
         await store.start_commit(full_checkpoint(txn), None)
     assert sorted(p.name for p in (tmp_path / "mirror").iterdir()) == ["state.json"]
     assert (tmp_path / "mirror" / "state.json").read_bytes() == (

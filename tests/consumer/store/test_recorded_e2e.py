@@ -26,6 +26,7 @@ from gazette_core.testing.broker import journal_spec
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.broker.support import create
 from tests.consumer.store.sqlite_support import plain_contents
+from tests.consumer.store.test_json_store import random_counts
 from tests.consumer.store.test_sqlite_store import SCHEMA, checkpoint_at, files_of, random_txn
 
 LOG = "recovery/logs/e2e"
@@ -94,12 +95,7 @@ async def test_json_store_rebuilt_from_offset_zero_and_from_hints(
     store = await JSONFileStore.open(tmp_path / "store", rec, initial_state={})
     rng = random.Random(5)
     for txn in range(1, 1001):
-        for _ in range(rng.randint(1, 4)):
-            key = f"word-{rng.randrange(300)}"
-            if rng.random() < 0.8:
-                store.state[key] = store.state.get(key, 0) + rng.randrange(1, 9)
-            else:
-                store.state.pop(key, None)
+        random_counts(store.state, rng)
         await store.start_commit(checkpoint_at(txn), None)
     hints = await rec.build_hints()
     # Each commit replaces state.json, so only the last commit's file is live.
