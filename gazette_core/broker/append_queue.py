@@ -15,7 +15,6 @@ keep that bound from adding up across many clients:
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -32,10 +31,6 @@ from gazette_core.errors import GazetteError
 if TYPE_CHECKING:
     from gazette_core.broker.replica import Replica
 
-# Appends waiting for each replica's pipeline (entries vanish with their replica).
-_waiting: weakref.WeakKeyDictionary[Replica, int] = weakref.WeakKeyDictionary()
-
-
 class AppendQueueFull(GazetteError):
     """Too many appends already wait for the journal's pipeline; the client should retry."""
 
@@ -44,7 +39,7 @@ class AppendQueueFull(GazetteError):
 
 def waiting(replica: Replica) -> int:
     """How many appends wait for `replica`'s pipeline right now."""
-    return _waiting.get(replica, 0)
+    return replica.pipeline_waiting
 
 
 @asynccontextmanager
@@ -56,11 +51,11 @@ async def pipeline_turn(replica: Replica, limit: int) -> AsyncIterator[None]:
         raise AppendQueueFull(
             f"journal {replica.journal!r} has {count} append(s) waiting for its pipeline "
             "already (--broker.max-append-queue); retry later")
-    _waiting[replica] = count + 1
+    replica.pipeline_waiting += 1
     try:
         await lock.acquire()
     finally:
-        _waiting[replica] -= 1
+        replica.pipeline_waiting -= 1
     try:
         yield
     finally:

@@ -51,6 +51,8 @@ class Replica:
         # Held by an Append while it streams (on the primary) and by the
         # Replicate stream from the primary (on a replica): one writer at a time.
         self.pipeline_lock = asyncio.Lock()
+        # Appends queued for pipeline_lock (append_queue caps them).
+        self.pipeline_waiting = 0
         self.pipeline: Pipeline | None = None
         # Whether this broker last acted as the journal's primary: primaries persist
         # rolled spools at once, replicas only later, as a safety net.
@@ -61,7 +63,7 @@ class Replica:
         self.streams: dict[asyncio.Task[object], tuple[str, str] | None] = {}
         # Set once the spool agrees with a primary's (a pipeline synchronised it): from
         # then on every acknowledged append reaches it while it stays in the route.
-        self._synced = asyncio.Event()
+        self.synced = False
         self._revoked: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
@@ -136,14 +138,9 @@ class Replica:
         async with self.pipeline_lock:
             await self.close_pipeline()
 
-    @property
-    def synced(self) -> bool:
-        """Whether a primary's pipeline has synchronised this spool (see `mark_synced`)."""
-        return self._synced.is_set()
-
     def mark_synced(self) -> None:
         """Record that the spool agrees with the primary's, so it ends at the write head."""
-        self._synced.set()
+        self.synced = True
 
     def write_head(self) -> int:
         """The journal's write head as known here: a synchronised spool's end bounds it."""
