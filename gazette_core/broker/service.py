@@ -43,6 +43,7 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.server.statuses import describe
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
 
@@ -71,7 +72,7 @@ async def _quietly(what: str, step: Awaitable[None]) -> None:
     try:
         await step
     except Exception as exc:
-        log.warning("%s failed: %s", what, " ".join(str(exc).split()) or type(exc).__name__)
+        log.warning("%s failed: %s", what, describe(exc))
 
 
 class Broker:
