@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gazette_core.testing.env import patched_env
+from gazette_core.testing.etcd import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_BIN = REPO / ".cache" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
@@ -75,13 +76,6 @@ def azurite_command() -> str:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _await_listening(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -107,7 +101,7 @@ def connection_env(endpoint: str) -> Iterator[None]:
 @contextmanager
 def azurite() -> Iterator[str]:
     """An in-memory azurite-blob on 127.0.0.1 (a free port); yields the account endpoint."""
-    port = _free_port()
+    port = free_port()
     argv = [azurite_command(), "--blobHost", "127.0.0.1", "--blobPort", str(port),
             "--inMemoryPersistence", "--silent", "--disableTelemetry", "--skipApiVersionCheck"]
     # Output goes to a file, not a pipe nobody drains, which could fill and stall it.

@@ -6,6 +6,7 @@ ports, so several can run side by side and nothing leaks between sessions.
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -20,13 +21,46 @@ from gazette_core.errors import UnavailableError
 
 ETCD_BINARY = "etcd"
 HOST = "127.0.0.1"
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 
 
 def free_port() -> int:
-    """A TCP port on loopback that was free when asked (the OS picks it)."""
+    """A TCP port on loopback that was free when asked.
+
+    It is drawn from below the kernel's ephemeral range: a process the local
+    stack restarts binds the same port again, and a port inside that range can
+    meanwhile be taken as the source port of any outgoing connection.
+    """
+    low, high = _listen_range()
+    for _ in range(200):
+        port = random.randint(low, high)
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
+        sock.bind((HOST, 0))  # a crowded range: let the OS pick
         return int(sock.getsockname()[1])
+
+
+_handed_out: set[int] = set()
+
+
+def _listen_range() -> tuple[int, int]:
+    try:
+        first_ephemeral = int(Path(EPHEMERAL_RANGE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768
+    high = max(first_ephemeral - 1, 2048)
+    return max(1024, high - 12000), high
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+        return True
 
 
 class EtcdServer:

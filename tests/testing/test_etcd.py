@@ -16,6 +16,15 @@ def test_free_port_is_bindable() -> None:
         assert sock.getsockname() == ("127.0.0.1", port)
 
 
+def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
+    # Outgoing connections take source ports from the ephemeral range, so a
+    # restarted stack process could find a port from there already taken.
+    first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == 50
+    assert all(1024 <= port < first_ephemeral for port in ports)
+
+
 async def test_server_serves_and_stop_removes_its_directory() -> None:
     with EtcdServer() as server:
         assert server.endpoint == f"http://127.0.0.1:{server.client_port}"
