@@ -1,0 +1,68 @@
+"""Read lag of primary shards: each source journal's write head minus its read_through.
+
+Every `interval` seconds, the monitor asks the brokers for the write heads of
+the sources of the primaries served here and sets the lag gauges. It is a
+metadata-only read per source journal, off the transaction path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from gazette_core.broker.client.journals import fetch_write_head
+from gazette_core.consumer import metrics
+from gazette_core.errors import GazetteError
+from gazette_core.tasks import BackgroundTask
+
+if TYPE_CHECKING:
+    from gazette_core.consumer.service import ConsumerService
+
+log = logging.getLogger(__name__)
+
+INTERVAL_S = 5.0
+
+
+class LagMonitor:
+    """Sets `gazette_shard_read_lag_bytes` for the primaries of one consumer process."""
+
+    def __init__(self, service: ConsumerService, interval: float = INTERVAL_S) -> None:
+        self.service = service
+        self.interval = interval
+        self._task = BackgroundTask("read lag")
+        self._seen: dict[str, list[str]] = {}
+
+    def start(self) -> None:
+        self._task.start(self._run)
+
+    async def stop(self) -> None:
+        await self._task.stop()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.measure()
+            except GazetteError as exc:
+                log.debug("measuring read lag failed: %s", exc)
+
+    async def measure(self) -> None:
+        """Set the lag of every source of every primary served here now."""
+        current: dict[str, list[str]] = {}
+        for shard, replica in list(self.service.resolver.replicas.items()):
+            progress = replica.progress()
+            if progress is None:
+                continue  # not a primary (yet)
+            read_through = progress[0]
+            sources = [s.journal for s in replica.spec.sources]
+            current[shard] = sources
+            for journal in sources:
+                stub = self.service.journals.stub_for(journal, primary=False)
+                head = await fetch_write_head(stub, journal)
+                metrics.READ_LAG.labels(shard, journal).set(
+                    max(0, head - read_through.get(journal, 0)))
+        for shard, journals in self._seen.items():
+            if shard not in current:
+                metrics.forget(shard, journals)
+        self._seen = current
