@@ -13,7 +13,6 @@ from gazette_core.broker.protocol.labels_ext import CONTENT_TYPE, CONTENT_TYPE_R
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog.hints import decode_hints
 from gazette_core.testing.broker import journal_spec
-from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.consumer.api.host import ROOT, Process, serving
 from tests.consumer.api.specs import hints, shard
 
@@ -21,8 +20,8 @@ LOG_PREFIX = "recovery/logs"
 Change = cpb.ApplyRequest.Change
 
 
-async def _logs(stub: pb_grpc.JournalStub, *names: str, content_type: str = CONTENT_TYPE_RECOVERY_LOG
-                ) -> None:
+async def _logs(stub: pb_grpc.JournalStub, *names: str,
+                content_type: str = CONTENT_TYPE_RECOVERY_LOG) -> None:
     specs = [journal_spec(f"{LOG_PREFIX}/{n}", labels=((CONTENT_TYPE, content_type),))
              for n in names]
     resp = await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(upsert=s)
