@@ -126,6 +126,9 @@ async def test_apply_writes_primary_hints_as_json(etcd: aetcd.Client,
          "delete (got 0)"),
         (Change(delete="shard-one", expect_mod_revision=-1, primary_hints=hints("a/log")),
          "changes[0].primary_hints: unexpected primary_hints with a delete"),
+        (Change(upsert=shard(), primary_hints=hints("recovery/logs/other")),
+         'changes[0].primary_hints.log: expected the shard\'s recovery log '
+         '"recovery/logs/shard-000" (got "recovery/logs/other")'),
         (Change(upsert=shard(log_prefix="", hint_prefix=""), primary_hints=hints("a/log")),
          "changes[0].primary_hints: unexpected primary_hints for a shard without a recovery "
          "log"),
