@@ -48,6 +48,10 @@ class ConsumerConfig:
         return self.id or socket.gethostname()
 
     @property
+    def hint_interval_s(self) -> float:
+        return self.hint_interval
+
+    @property
     def root(self) -> str:
         """The consumer group's Etcd root: --etcd.prefix, else Gazette's default for the app."""
         if self.etcd_prefix:

@@ -8,23 +8,20 @@ registers both kinds in `init_application`, before either server starts.
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import grpc
 from aiohttp import web
 
 from gazette_core.broker import keepalive
 from gazette_core.broker.metrics import exposition
-from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
-from gazette_core.consumer.shard_api import ShardServicer
+from gazette_core.consumer.app import InitArgs, call
+from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
+from gazette_core.errors import GazetteError
 from gazette_core.server import auth
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
 from gazette_core.server.tls import server_credentials
-from gazette_core.server.tolerant_decoding import add_tolerant
 
 if TYPE_CHECKING:
     from gazette_core.consumer.service import ConsumerService
@@ -35,23 +32,6 @@ MAX_RECV = 4 * 1024 * 1024
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
-SHARD_CAPABILITIES: Mapping[str, int] = {
-    "/consumer.Shard/Stat": auth.READ,
-    "/consumer.Shard/List": auth.LIST,
-    "/consumer.Shard/Apply": auth.APPLY,
-    "/consumer.Shard/GetHints": auth.READ,
-    "/consumer.Shard/Unassign": auth.APPLY,
-}
-
-
-@dataclass
-class InitArgs:
-    """What `Application.init_application` gets to extend the consumer process with."""
-
-    config: Any  # the ConsumerConfig
-    service: ConsumerService
-    server: grpc.aio.Server  # add gRPC services here (add_XServicer_to_server)
-    http: web.Application | None  # add HTTP routes here (None with --consumer.http-port -1)
 
 
 class ConsumerServer:
@@ -78,8 +58,7 @@ class ConsumerServer:
                                                     **SHARD_CAPABILITIES})] if self.keys else []
         self.grpc = grpc.aio.server(options=[*GRPC_OPTIONS, *keepalive.server_options()],
                                     interceptors=interceptors)
-        add_tolerant(cpb_grpc.add_ShardServicer_to_server, ShardServicer(self.service),
-                     self.grpc)
+        add_shard_servicer(self.grpc, self.service)
         if config.http_port >= 0:
             self.http = web.Application()
             self.http.router.add_get("/metrics", _serve_metrics)
@@ -100,9 +79,13 @@ class ConsumerServer:
         if init is None:
             return
         assert self.grpc is not None
-        result = init(InitArgs(self.service.config, self.service, self.grpc, self.http))
-        if inspect.isawaitable(result):
-            await result
+        args = InitArgs(self.service.config, self.grpc, self.service)
+        await call(init, args)
+        if args.http_routes and self.http is None:
+            raise GazetteError("the application adds HTTP routes, but --consumer.http-port "
+                               "is -1 (no HTTP server)")
+        if self.http is not None:
+            self.http.add_routes(args.http_routes)
 
     async def stop(self) -> None:
         if self._runner is not None:

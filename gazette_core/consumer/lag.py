@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.consumer import metrics
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.errors import GazetteError
 from gazette_core.tasks import BackgroundTask
 
@@ -51,11 +52,10 @@ class LagMonitor:
         """Set the lag of every source of every primary served here now."""
         current: dict[str, list[str]] = {}
         for shard, replica in list(self.service.resolver.replicas.items()):
-            progress = replica.progress()
-            if progress is None:
-                continue  # not a primary (yet)
-            read_through = progress[0]
-            sources = [s.journal for s in replica.spec.sources]
+            if replica.status.code != cpb.ReplicaStatus.PRIMARY:
+                continue
+            read_through = replica.shard.progress()[0]
+            sources = [s.journal for s in replica.shard.spec.sources]
             current[shard] = sources
             for journal in sources:
                 stub = self.service.journals.stub_for(journal, primary=False)

@@ -139,11 +139,11 @@ class ShardResolver:
             if got is None or self._created[shard] != got[0].create_revision:
                 self._drop(shard, replica)
         for shard, (item, assignment) in wanted.items():
-            replica = self.replicas.get(shard)
-            if replica is None:
+            existing = self.replicas.get(shard)
+            if existing is None:
                 self._start(shard, item, assignment)
             else:
-                replica.update(item, assignment)
+                existing.update(item, assignment)
 
     def _start(self, shard: str, item: KeyValue, assignment: KeyValue) -> None:
         replica = self._new_replica(item, assignment)

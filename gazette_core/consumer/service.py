@@ -25,20 +25,32 @@ from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.drain import drain
 from gazette_core.allocator.keys import member_key
 from gazette_core.broker import keepalive
-from gazette_core.broker.client.channel import ClientConfig, journal_stub, split_addresses
+from gazette_core.broker.client.channel import (
+    ClientConfig,
+    dial,
+    journal_stub,
+    split_addresses,
+)
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.consumer import api_errors
+from gazette_core.consumer import shard_api as api
 from gazette_core.consumer.app import Application
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.consumer_server import ConsumerServer
 from gazette_core.consumer.keyspace_decode import consumer_decoder, shard_consistent
 from gazette_core.consumer.lag import LagMonitor
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.protocol.shard_spec_ext import desired_replication
+from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
+from gazette_core.consumer.protocol.shard_spec_ext import (
+    desired_replication,
+    validate_consumer_spec,
+)
 from gazette_core.consumer.protocol.status_ext import merge_status
 from gazette_core.consumer.replica import ShardReplica
-from gazette_core.consumer.resolver import ShardResolution, ShardResolver
-from gazette_core.errors import GazetteError, UnavailableError
+from gazette_core.consumer.resolver import ShardResolver
+from gazette_core.consumer.shard import ShardStoppedError
+from gazette_core.errors import GazetteError, UnavailableError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 from gazette_core.server.client_auth import CallAuth
@@ -74,12 +86,15 @@ class ConsumerService:
         self.app = app
         self.process_id = pb.ProcessSpec.ID(zone=config.zone, suffix=config.suffix)
         self.root = config.root
+        _check_identity(self.process_id)
         self.server = ConsumerServer(self)  # bad auth keys or TLS files fail here
         self.client_config = ClientConfig(
             tls=ClientTLS(config.broker_cert_file, config.broker_cert_key_file,
                           config.broker_ca_file),
             auth=CallAuth.from_settings(config.auth_keys, config.broker_auth_token),
             options=keepalive.peer_options())
+        # Peers (other consumers) are dialed as brokers are: same TLS files and keys.
+        self.peer_config = self.client_config
         brokers = split_addresses(config.broker_address) or [config.broker_address]
         self.journals = Router(brokers[0], zone=config.zone, connect=self._broker_stub)
         self.etcd: aetcd.Client
@@ -195,14 +210,25 @@ class ConsumerService:
 
     # -- ShardHost -----------------------------------------------------------
 
-    async def resolve(self, shard: str, *, proxy_header: pb.Header | None = None
-                      ) -> ShardResolution:
-        return await self.resolver.resolve(shard, proxy_header=proxy_header)
+    async def resolve(self, shard: str, *, proxied_header: pb.Header | None = None
+                      ) -> api.ShardResolution:
+        """The Shard API's view of `shard`: the local primary replica, or a primary's stub."""
+        res = await self.resolver.resolve(shard, proxy_header=proxied_header)
+        stub = None
+        if res.status == cpb.OK and res.replica is None:
+            stub = self.shard_stub(res.primary_endpoint)
+        return api.ShardResolution(res.status, res.header, res.replica, stub)
+
+    def shard_stub(self, endpoint: str) -> cpb_grpc.ShardStub:
+        """A Shard stub of the consumer at `endpoint` (e.g. a shard's primary)."""
+        return cpb_grpc.ShardStub(dial(endpoint, self.peer_config))
 
     async def stat(self, replica: ShardReplica, read_through: dict[str, int]
                    ) -> tuple[dict[str, int], dict[str, int]]:
-        await replica.wait_ready()
-        return await replica.wait_read_through(read_through)
+        try:
+            return await replica.wait_read_through(read_through)
+        except ShardStoppedError as exc:
+            raise api_errors.ShardStoppedError(shard=replica.shard.id, detail=str(exc)) from None
 
     # -- stopping ------------------------------------------------------------
 
@@ -240,3 +266,14 @@ class ConsumerService:
                    and kv.decoded.shard_limit > 0
                    and kv.decoded.process_spec.id != self.process_id
                    for kv in self.keyspace.prefixed(f"{self.root}/members/"))
+
+
+def _check_identity(process_id: pb.ProcessSpec.ID) -> None:
+    """Refuse a zone or id that others would ignore in Etcd (they'd never assign us shards)."""
+    spec = cpb.ConsumerSpec(process_spec=pb.ProcessSpec(id=process_id,
+                                                        endpoint="http://localhost:1"))
+    try:
+        validate_consumer_spec(spec)
+    except ValidationError as exc:
+        raise GazetteError(f"--consumer.zone/--consumer.id: {exc}") from None
+

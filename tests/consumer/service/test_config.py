@@ -65,3 +65,12 @@ def test_gazette_consumer_without_an_app_exits_2_with_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr == ("gazette consumer: --app (or $CONSUMER_APP) is required: "
                            "package.module:Attr\n")
+
+
+def test_an_id_others_would_ignore_is_refused_at_once() -> None:
+    from gazette_core.consumer.service import ConsumerService
+    from gazette_core.errors import GazetteError
+    with pytest.raises(GazetteError) as err:
+        ConsumerService(ConsumerConfig(app="m:A", id="c1"), app=object())  # type: ignore[arg-type]
+    assert str(err.value) == ("--consumer.zone/--consumer.id: process_spec.id.suffix: invalid "
+                              'length of "c1": expected 4 <= length <= 128 bytes (got 2)')

@@ -1,0 +1,139 @@
+"""ConsumerService end to end: real etcd, a real broker, two consumer processes' services.
+
+A shard with a hot standby is allocated across both, the primary consumes
+and publishes exactly once, a graceful stop hands the shard to the standby
+without losing or repeating anything, and Stat and List tell where it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+
+from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
+from gazette_core.consumer.config import ConsumerConfig
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.service import ConsumerService
+from gazette_core.message.uuid import Flags
+from gazette_core.testing.broker import broker_config, journal_stub, running_broker
+from gazette_core.testing.etcd import EtcdServer
+from tests.consumer.runtime.apps import Counter
+from tests.consumer.runtime.support import (
+    SOURCE,
+    Producer,
+    create_journals,
+    out_messages,
+    shard_spec,
+)
+from tests.consumer.runtime.support import eventually as until
+
+ROOT = "/consumer.svc"
+SHARD = "shard-000"
+Code = cpb.ReplicaStatus
+
+
+def consumer_config(etcd: EtcdServer, broker: str, tmp: Path, name: str) -> ConsumerConfig:
+    return ConsumerConfig(app="tests:Counter", host="127.0.0.1", port=0, http_port=-1,
+                          zone="local", id=name, etcd_address=etcd.endpoint, etcd_prefix=ROOT,
+                          etcd_lease=5, broker_address=broker, data_dir=str(tmp / name))
+
+
+class Cluster:
+    def __init__(self, stack: AsyncExitStack, etcd: EtcdServer, broker: str, stub: Any,
+                 tmp: Path) -> None:
+        self.stack, self.etcd, self.broker, self.stub, self.tmp = stack, etcd, broker, stub, tmp
+        self.services: dict[str, ConsumerService] = {}
+
+    async def start(self, name: str, app: Any) -> ConsumerService:
+        service = ConsumerService(consumer_config(self.etcd, self.broker, self.tmp, name), app)
+        await service.start()
+        self.stack.push_async_callback(service.stop, 2.0)
+        self.services[name] = service
+        return service
+
+
+@pytest_asyncio.fixture
+async def cluster(etcd: Any, etcd_server: EtcdServer, tmp_path: Path
+                  ) -> AsyncIterator[Cluster]:
+    (tmp_path / "root").mkdir()
+    async with AsyncExitStack() as stack:
+        config = broker_config(etcd_server.endpoint, str(tmp_path / "root"), id="broker-1")
+        broker = await stack.enter_async_context(running_broker(config))
+        stub = await stack.enter_async_context(journal_stub(broker.endpoint))
+        await create_journals(stub)
+        yield Cluster(stack, etcd_server, broker.endpoint, stub, tmp_path)
+
+
+def statuses(shard: cpb.ListResponse.Shard) -> dict[str, int]:
+    return {m.suffix: s.code for m, s in zip(shard.route.members, shard.status, strict=True)}
+
+
+async def shard_listing(endpoint: str) -> cpb.ListResponse.Shard | None:
+    resp = await list_shards(endpoint)
+    return resp.shards[0] if resp.shards else None
+
+
+async def test_standby_takes_over_a_gracefully_stopped_primary_exactly_once(
+        cluster: Cluster) -> None:
+    apps = {"cons-1": Counter(), "cons-2": Counter()}
+    first = await cluster.start("cons-1", apps["cons-1"])
+    await cluster.start("cons-2", apps["cons-2"])
+    spec = shard_spec(SHARD, hot_standbys=1, max_s=0.2)
+    await apply_shards(first.endpoint, [cpb.ApplyRequest.Change(upsert=spec,
+                                                                expect_mod_revision=0)])
+
+    async def primary_and_standby() -> bool:
+        listed = await shard_listing(first.endpoint)
+        return listed is not None and sorted(statuses(listed).values()) == [
+            Code.STANDBY, Code.PRIMARY]
+    await until(primary_and_standby, 30)
+
+    producer = Producer(cluster.stub)
+    head = await producer.committed(1, 2, 3)
+    stat = await stat_shard(first.endpoint, SHARD, {SOURCE: head})
+    assert stat.read_through[SOURCE] >= head
+
+    listed = await shard_listing(first.endpoint)
+    assert listed is not None
+    primary = listed.route.members[listed.route.primary].suffix
+    standby = "cons-2" if primary == "cons-1" else "cons-1"
+    await cluster.services[primary].stop(drain_timeout=20.0)
+
+    async def standby_is_primary() -> bool:
+        now = await shard_listing(cluster.services[standby].endpoint)
+        return now is not None and statuses(now) == {standby: Code.PRIMARY}
+    await until(standby_is_primary, 30)
+
+    head = await producer.committed(4, 5)
+    stat = await stat_shard(cluster.services[standby].endpoint, SHARD, {SOURCE: head})
+    assert stat.read_through[SOURCE] >= head
+    # The new primary restored the old one's store and went on from its checkpoint.
+    published = await out_messages(cluster.stub)
+    tens = sorted(n for flags, n in published if flags == Flags.CONTINUE_TXN)
+    assert tens == [10, 20, 30, 40, 50]
+
+
+async def test_stat_through_a_non_primary_is_proxied_to_the_primary(cluster: Cluster) -> None:
+    first = await cluster.start("cons-1", Counter())
+    second = await cluster.start("cons-2", Counter())
+    spec = shard_spec(SHARD, hot_standbys=0, max_s=0.2)
+    await apply_shards(first.endpoint, [cpb.ApplyRequest.Change(upsert=spec,
+                                                                expect_mod_revision=0)])
+
+    async def assigned() -> bool:
+        listed = await shard_listing(first.endpoint)
+        return listed is not None and list(statuses(listed).values()) == [Code.PRIMARY]
+    await until(assigned, 30)
+    listed = await shard_listing(first.endpoint)
+    assert listed is not None
+    other = first if listed.route.members[0].suffix == "cons-2" else second
+
+    head = await Producer(cluster.stub).committed(7)
+    stat = await stat_shard(other.endpoint, SHARD, {SOURCE: head})
+    assert stat.status == cpb.OK
+    assert stat.header.process_id == listed.route.members[0]
+    assert stat.read_through[SOURCE] >= head
