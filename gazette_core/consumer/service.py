@@ -39,7 +39,7 @@ from gazette_core.consumer.app import Application
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.consumer_server import ConsumerServer
 from gazette_core.consumer.keyspace_decode import consumer_decoder, shard_consistent
-from gazette_core.consumer.lag import LagMonitor
+from gazette_core.consumer.gauges import ShardGauges
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.protocol.shard_spec_ext import (
@@ -102,7 +102,7 @@ class ConsumerService:
         self.resolver: ShardResolver
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
-        self.lag = LagMonitor(self)
+        self.gauges = ShardGauges(self)
         # Set when Etcd dropped our lease: our assignments are gone, so this
         # process must stop running its shards (the recovery-log fence makes
         # a late commit fail rather than corrupt the log).
@@ -148,7 +148,7 @@ class ConsumerService:
         self.allocator = Allocator(self.etcd, self.keyspace, self.root, self._member_key(),
                                    self._desired_replication, consistent=shard_consistent)
         self.allocator.start()
-        self.lag.start()
+        self.gauges.start()
         log.info("consumer serving", extra={"endpoint": self.endpoint})
 
     def _member_key(self) -> str:
@@ -240,7 +240,7 @@ class ConsumerService:
         lost = self.lease_lost.is_set()
         if not lost and self.announcement is not None and self.allocator is not None:
             await _quietly("draining", self._drain(drain_timeout))
-        await _quietly("stopping the lag monitor", self.lag.stop())
+        await _quietly("stopping the shard gauges", self.gauges.stop())
         if self.allocator is not None:
             await _quietly("stopping the allocator", self.allocator.stop())
         await self.resolver.stop()

@@ -1,8 +1,9 @@
-"""Read lag of primary shards: each source journal's write head minus its read_through.
+"""Gauges sampled off the transaction path: read lag of primaries, playback of replicas.
 
-Every `interval` seconds, the monitor asks the brokers for the write heads of
-the sources of the primaries served here and sets the lag gauges. It is a
-metadata-only read per source journal, off the transaction path.
+Every `interval` seconds the sampler sets, for each shard replica served
+here, either its recovery-log playback progress (while it backfills or
+stands by) or, for a primary, each source journal's read lag: the write
+head (a metadata-only read at the broker) minus the shard's read_through.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ log = logging.getLogger(__name__)
 INTERVAL_S = 5.0
 
 
-class LagMonitor:
-    """Sets `gazette_shard_read_lag_bytes` for the primaries of one consumer process."""
+class ShardGauges:
+    """Sets the read-lag and recovery gauges of one consumer process's shards."""
 
     def __init__(self, service: ConsumerService, interval: float = INTERVAL_S) -> None:
         self.service = service
         self.interval = interval
-        self._task = BackgroundTask("read lag")
+        self._task = BackgroundTask("shard gauges")
         self._seen: dict[str, list[str]] = {}
 
     def start(self) -> None:
@@ -46,12 +47,16 @@ class LagMonitor:
             try:
                 await self.measure()
             except GazetteError as exc:
-                log.debug("measuring read lag failed: %s", exc)
+                log.debug("sampling shard gauges failed: %s", exc)
 
     async def measure(self) -> None:
-        """Set the lag of every source of every primary served here now."""
+        """Sample every replica served here now."""
         current: dict[str, list[str]] = {}
         for shard, replica in list(self.service.resolver.replicas.items()):
+            current.setdefault(shard, [])
+            playback = replica.playback_progress()
+            if playback is not None:
+                metrics.recovery(shard, playback.offset, playback.target_head)
             if replica.status.code != cpb.ReplicaStatus.PRIMARY:
                 continue
             read_through = replica.shard.progress()[0]
