@@ -100,9 +100,10 @@ class Partitions:
     async def _watch(self) -> None:
         stub = target_for(self._client, "", primary=False).stub
         async for snapshot in watch_journals(stub, self.selector):
-            self._apply(snapshot)
+            self.apply(snapshot)
 
-    def _apply(self, snapshot: pb.ListResponse) -> None:
+    def apply(self, snapshot: pb.ListResponse) -> None:
+        """Use the journals of a List snapshot (the watch calls this for each one)."""
         specs = sorted((j.spec for j in snapshot.journals), key=lambda s: s.name)
         framings: list[Framing] = []
         usable: list[pb.JournalSpec] = []
