@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -18,7 +20,15 @@ from gazette_core.message.framing import framing_for
 from gazette_core.message.interfaces import CSVRecord, Envelope, Message
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import MessageDecodeError, read_uncommitted
-from gazette_core.message.uuid import Flags, get_clock, get_flags
+from gazette_core.message.uuid import (
+    GREGORIAN_OFFSET,
+    TICK,
+    Clock,
+    Flags,
+    get_clock,
+    get_flags,
+    get_producer_id,
+)
 from gazette_core.testing.broker import journal_spec
 from tests.broker.support import append, create
 from tests.message.support import Note
@@ -172,3 +182,37 @@ async def test_bad_and_partial_records_raise_with_their_offset(
         [e async for e in read_uncommitted(stub, JOURNAL, 0, new_note, block=False)]
     with pytest.raises(MessageDecodeError, match="offset 24: unexpected end of read"):
         [e async for e in read_uncommitted(stub, JOURNAL, 24, new_note, block=False)]
+
+
+@dataclass
+class Checked(Note):
+    def validate(self) -> None:
+        if not self.text:
+            raise ValueError("text is required")
+
+
+async def test_validate_runs_before_anything_is_stamped_or_written(
+        stub: pb_grpc.JournalStub, service: AppendService) -> None:
+    pub = Publisher(service)
+    before = pub.clock.value
+    with pytest.raises(ValueError, match="text is required"):
+        pub.publish_committed(to_journal, Checked())  # type: ignore[arg-type]
+    assert pub.clock.value == before and service.pending_except(None) == []
+    await pub.publish_committed(to_journal, Checked(text="ok"))  # type: ignore[arg-type]
+    assert await committed_texts(stub) == ["ok"]
+
+
+async def test_own_clock_follows_wall_time_and_a_given_clock_only_ticks(
+        service: AppendService) -> None:
+    own = Publisher(service)
+    start = time.time_ns()
+    note = Note(text="now")
+    own.publish_committed(to_journal, note)  # type: ignore[arg-type]
+    stamped = get_clock(note.get_uuid())
+    assert stamped >= ((start // 100) + GREGORIAN_OFFSET) << 4
+    assert get_producer_id(note.get_uuid()) == own.producer_id
+
+    shard_clock = Clock(1000 << 4)
+    given = Publisher(service, clock=shard_clock, producer_id=bytes([1, 2, 3, 4, 5, 6]))
+    given.publish_committed(to_journal, note)  # type: ignore[arg-type]
+    assert get_clock(note.get_uuid()) == (1000 << 4) + TICK == shard_clock.value
