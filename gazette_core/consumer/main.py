@@ -63,14 +63,26 @@ async def serve(config: ConsumerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    try:
+        await _serve(config, app, stop)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+
+async def _serve(config: ConsumerConfig, app: Any, stop: asyncio.Event) -> None:
     service = ConsumerService(config, app)
     await service.start()
     print(f"gazette consumer {config.zone}#{config.suffix} serving at {service.endpoint}",
           file=sys.stderr, flush=True)
     lost = asyncio.create_task(service.lease_lost.wait())
     stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
-    await service.stop()
+    try:
+        await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        lost.cancel()
+        stopping.cancel()
+        await service.stop()
     if service.lease_lost.is_set() and not stop.is_set():
         raise LeaseLostExit(f"consumer {config.zone}#{config.suffix} lost its Etcd lease; "
                             "it stopped its shards (restart it to rejoin)")

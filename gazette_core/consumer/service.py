@@ -38,8 +38,8 @@ from gazette_core.consumer import shard_api as api
 from gazette_core.consumer.app import Application
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.consumer_server import ConsumerServer
-from gazette_core.consumer.keyspace_decode import consumer_decoder, shard_consistent
 from gazette_core.consumer.gauges import ShardGauges
+from gazette_core.consumer.keyspace_decode import consumer_decoder, shard_consistent
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.protocol.shard_spec_ext import (

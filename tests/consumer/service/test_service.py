@@ -7,20 +7,24 @@ without losing or repeating anything, and Stat and List tell where it is.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
+from gazette_core.consumer.main import LeaseLostExit, serve
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.service import ConsumerService
+from gazette_core.errors import GazetteError
 from gazette_core.message.uuid import Flags
 from gazette_core.testing.broker import broker_config, journal_stub, running_broker
-from gazette_core.testing.etcd import EtcdServer
+from gazette_core.testing.etcd import EtcdServer, free_port
 from tests.consumer.runtime.apps import Counter
 from tests.consumer.runtime.support import (
     SOURCE,
@@ -137,3 +141,33 @@ async def test_stat_through_a_non_primary_is_proxied_to_the_primary(cluster: Clu
     assert stat.status == cpb.OK
     assert stat.header.process_id == listed.route.members[0]
     assert stat.read_through[SOURCE] >= head
+
+
+async def test_a_consumer_that_lost_its_lease_stops_its_shards_and_exits(
+        cluster: Cluster) -> None:
+    """Consumers here use an etcd of their own, so only they lose it."""
+    with EtcdServer() as own_etcd:
+        config = consumer_config(own_etcd, cluster.broker, cluster.tmp, "cons-1")
+        config.port, config.etcd_lease = free_port(), 2
+        config.app = "tests.consumer.runtime.apps:Counter"
+        running = asyncio.create_task(serve(config))
+        endpoint = config.endpoint(config.port)
+
+        async def serving() -> bool:
+            try:
+                await list_shards(endpoint, timeout=1)
+            except GazetteError:
+                return False
+            return True
+        await until(serving, 30)
+        await apply_shards(endpoint, [cpb.ApplyRequest.Change(
+            upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+        head = await Producer(cluster.stub).committed(1)
+        await stat_shard(endpoint, SHARD, {SOURCE: head})
+
+        own_etcd.kill()
+        with pytest.raises(LeaseLostExit) as exit_:
+            async with asyncio.timeout(30):
+                await running
+        assert str(exit_.value) == ("consumer local#cons-1 lost its Etcd lease; it stopped its "
+                                    "shards (restart it to rejoin)")
