@@ -13,9 +13,12 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
+from aiohttp import web
 
+from gazette_core.consumer.app import InitArgs
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.main import LeaseLostExit, serve
@@ -171,3 +174,27 @@ async def test_a_consumer_that_lost_its_lease_stops_its_shards_and_exits(
                 await running
         assert str(exit_.value) == ("consumer local#cons-1 lost its Etcd lease; it stopped its "
                                     "shards (restart it to rejoin)")
+
+
+class WithRoutes(Counter):
+    """Registers an HTTP route on the consumer's HTTP server."""
+
+    def init_application(self, args: InitArgs) -> None:
+        async def hello(request: web.Request) -> web.Response:
+            return web.Response(text=f"hello from {args.service.process_id.suffix}")
+        args.http_routes.append(web.get("/hello", hello))
+
+
+async def test_an_app_adds_http_routes_beside_metrics(cluster: Cluster) -> None:
+    service = ConsumerService(consumer_config(cluster.etcd, cluster.broker, cluster.tmp,
+                                              "cons-1"), WithRoutes())
+    service.config.http_port = 0
+    await service.start()
+    cluster.stack.push_async_callback(service.stop, 2.0)
+    base = f"http://127.0.0.1:{service.server.http_port}"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base}/hello") as resp:
+            assert (resp.status, await resp.text()) == (200, "hello from cons-1")
+        async with session.get(f"{base}/metrics") as resp:
+            assert resp.status == 200
+            assert "# TYPE gazette_shard_txn_total counter" in await resp.text()
