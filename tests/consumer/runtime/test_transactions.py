@@ -8,11 +8,15 @@ responses delayed (Gate) to look at the loop while it waits.
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from typing import Any
 
+from gazette_core.broker.client.retry_reader import read_all
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica
-from gazette_core.message.uuid import Flags
+from gazette_core.keyspace import etcd_util
+from gazette_core.message.uuid import Flags, get_producer_id
 from tests.consumer.runtime.apps import Counter, HeldCommits
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
@@ -189,3 +193,26 @@ async def test_async_application_methods(rig: Rig) -> None:
     assert sorted(store.inner.state["seen"]) == [1, 2, 3]
     kinds = [k for k, _ in app.events]
     assert kinds[0] == "begin" and "finalize" in kinds and "finished" in kinds
+
+
+async def test_recovered_ack_intents_are_sent_again_first(rig: Rig) -> None:
+    app_a = Counter()
+    a, store_a = await primary(rig, app_a)
+    await a.wait_read_through({SOURCE: await rig.producer.committed(1)})
+    await eventually(lambda: _with_acks(rig, 1), what="A's ACK")
+    await a.stop()  # Its last checkpoint holds the ACK intent of its last transaction.
+    await etcd_util.txn(rig.etcd, [], [etcd_util.delete_op(a.assignment.key)])
+    head = await rig.producer.committed(2)  # Ready for B the moment it reads.
+
+    app_b = Counter()
+    b = await rig.replica(rig.host(app_b), shard_spec(), "b", 0)
+    await b.wait_read_through({SOURCE: head})
+    lines = (await read_all(rig.stub, OUT)).splitlines()
+    assert lines[2] == lines[1] == store_a.checkpoints[-1].ack_intents[OUT].rstrip(b"\n")
+    assert [f for f, _ in await out_messages(rig.stub)][:4] == [CONTINUE, ACK, ACK, CONTINUE]
+    # Every primary incarnation publishes as a new producer.
+    assert _producer(lines[0]) != _producer(lines[3])
+
+
+def _producer(line: bytes) -> bytes:
+    return get_producer_id(uuid.UUID(json.loads(line)["uuid"]))
