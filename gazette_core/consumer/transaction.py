@@ -53,6 +53,9 @@ DEFAULT_RING_SIZE = 1 << 13
 
 _COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
                       QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY})
+# Duplicates and rollbacks: read, but nothing to consume or commit.
+_SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED,
+                    QueueOutcome.ACK_ROLLBACK})
 
 
 class TxnError(Exception):
@@ -204,7 +207,7 @@ class TxnLoop:
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
                                                   self.app.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
-        elif txn.began is None and self._prev_resolved():
+        elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
             # Nothing to commit for a duplicate or rollback: progress moves on directly,
             # so a Stat waiting for this offset does not hang.
             through = seq.read_through().get(item.journal)

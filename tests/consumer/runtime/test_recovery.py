@@ -10,11 +10,14 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.consumer.shard import ShardStoppedError
 from gazette_core.keyspace import etcd_util
+from gazette_core.testing.broker import journal_spec
+from tests.broker.support import create
 from tests.consumer.runtime.apps import Counter, seen
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
     HINTS,
     LOG_PREFIX,
+    NDJSON,
     SOURCE,
     Host,
     eventually,
@@ -185,3 +188,29 @@ class _NoLog:
     async def barrier(self, wait_for: Any = None) -> None:
         if wait_for is not None:
             await wait_for
+
+
+async def test_a_log_that_is_missing_or_not_a_recovery_log_fails_the_replica(rig: Rig) -> None:
+    await create(rig.stub, journal_spec(f"{LOG_PREFIX}/shard-ndjson", labels=NDJSON))
+    host = rig.host(Counter())
+    wrong = await rig.replica(host, shard_spec("shard-ndjson"), "a", 1)
+    missing = await rig.replica(host, shard_spec("shard-missing"), "a", 1)
+    status = await host.wait_status(wrong.assignment.key, Code.FAILED)
+    assert "is not a recovery log" in status.errors[0]
+    assert "application/x-ndjson" in status.errors[0]
+    status = await host.wait_status(missing.assignment.key, Code.FAILED)
+    assert status.errors == [f"recovery log '{LOG_PREFIX}/shard-missing' does not exist"]
+
+
+async def test_a_stopped_standby_removes_its_directory(rig: Rig) -> None:
+    host, standby = await start(rig, Counter(), "a", 1)
+    await host.wait_status(standby.assignment.key, Code.STANDBY)
+    directory = standby.directory
+    assert os.path.isdir(directory)
+    await standby.stop()
+    assert not os.path.exists(directory)
+    try:
+        await standby.wait_ready()
+        raise AssertionError("a stopped standby became ready")
+    except ShardStoppedError:
+        pass

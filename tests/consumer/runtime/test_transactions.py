@@ -17,6 +17,7 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.keyspace import etcd_util
 from gazette_core.message.uuid import Flags, get_producer_id
+from tests.broker.support import append
 from tests.consumer.runtime.apps import Counter, HeldCommits
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
@@ -217,3 +218,28 @@ async def test_recovered_ack_intents_are_sent_again_first(rig: Rig) -> None:
 
 def _producer(line: bytes) -> bytes:
     return get_producer_id(uuid.UUID(json.loads(line)["uuid"]))
+
+
+async def test_a_sequence_longer_than_the_ring_is_replayed_from_the_journal(rig: Rig) -> None:
+    app = Counter(publish=False)
+    replica, store = await primary(rig, app, ring_buffer_size=2)
+    await rig.producer.uncommitted(1, 2, 3, 4, 5)
+    head = await rig.producer.ack()
+    await replica.wait_read_through({SOURCE: head})
+    assert app.consumed() == [1, 2, 3, 4, 5]
+    assert sorted(store.inner.state["seen"]) == [1, 2, 3, 4, 5]
+
+
+async def test_a_duplicate_moves_progress_without_a_transaction(rig: Rig) -> None:
+    app = Counter(publish=False)
+    replica, store = await primary(rig, app)
+    line = rig.producer.line(1, Flags.OUTSIDE_TXN)
+    await replica.wait_read_through({SOURCE: await append_raw(rig, line)})
+    head = await append_raw(rig, line)  # The same message again: already acknowledged.
+    read_through, _ = await replica.wait_read_through({SOURCE: head})
+    assert read_through[SOURCE] == head
+    assert app.consumed() == [1] and store.started == 1
+
+
+async def append_raw(rig: Rig, data: bytes) -> int:
+    return int((await append(rig.stub, SOURCE, data)).commit.end)
