@@ -224,8 +224,8 @@ class ShardReplica:
             return None
         host, shard = self.host, self.shard
 
-        async def store(hints: Any) -> None:
-            await hints_store.store_primary_hints(
+        async def store(hints: Any) -> bool:
+            return await hints_store.store_primary_hints(
                 host.etcd, shard.spec, hints, shard.assignment.key,
                 shard.assignment.create_revision)
 
