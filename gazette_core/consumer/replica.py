@@ -132,7 +132,7 @@ class ShardReplica:
             waiter.cancel()
             ended.cancel()
         if not self._ready.is_set():
-            raise ShardStoppedError(f"shard {self.shard.id} stopped before it was ready")
+            raise ShardStoppedError(shard=self.shard.id, detail="stopped before it was ready")
 
     async def wait_read_through(self, offsets: dict[str, int]
                                 ) -> tuple[dict[str, int], dict[str, int]]:
@@ -149,7 +149,7 @@ class ShardReplica:
             if all(read_through.get(j, 0) >= o for j, o in wanted.items()):
                 return read_through, publish_at
             if self._ended.is_set():
-                raise ShardStoppedError(f"shard {self.shard.id} stopped")
+                raise ShardStoppedError(shard=self.shard.id, detail="the primary loop ended")
             await self.shard.progressed()
 
     # The replica's life.
