@@ -83,6 +83,7 @@ class ShardReplica:
         self._ended = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._stopped: asyncio.Future[None] | None = None
         if slot_of(assignment) == 0:
             self._promoted.set()
 
@@ -107,6 +108,11 @@ class ShardReplica:
 
         Then the recorder stops and the local directory is removed.
         """
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop())
+        await asyncio.shield(self._stopped)
+
+    async def _stop(self) -> None:
         self._stopping = True
         if self.loop is not None:
             self.loop.stop()
@@ -116,9 +122,9 @@ class ShardReplica:
             try:
                 await self._task
             except asyncio.CancelledError:
-                if (current := asyncio.current_task()) is not None and current.cancelling():
-                    raise
+                pass  # The replica's own task, cancelled above.
         await self._release()
+        self._ended.set()  # Also when never started.
 
     async def wait_ready(self) -> None:
         """Return once the store is restored (this replica is primary)."""
