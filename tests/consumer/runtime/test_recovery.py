@@ -18,6 +18,7 @@ from tests.consumer.runtime.support import (
     HINTS,
     LOG_PREFIX,
     NDJSON,
+    OUT,
     SOURCE,
     Host,
     eventually,
@@ -102,14 +103,18 @@ async def test_a_crashed_primarys_half_transaction_is_not_recovered(rig: Rig) ->
     host_b, b = await start(rig, app_b, "b", 1)
     await host_b.wait_status(b.assignment.key, Code.STANDBY)
     store_a = app_a.stores[0]
-    store_a.hold.clear()  # Transaction 2 is consumed and written locally, never committed.
+    # Transaction 2 commits in A's local database, but its recording waits behind the
+    # message it published, whose append is held: none of it reaches the log.
+    rig.gate.close(OUT)
     await rig.producer.committed(2)
-    await eventually(lambda: store_a.started == 2, what="A's second commit to start")
+    await eventually(lambda: store_a.started == 2 and rig.gate.held == 1,
+                     what="A's second commit to wait on its published message")
     assert a._task is not None
     a._task.cancel()  # A dies here.
 
     await hand_over(host_b, a, b)
     await b.wait_ready()
+    rig.gate.open()
     restored = app_b.stores[0].restored
     assert restored is not None and restored.sources[SOURCE].read_through == first
     head = await rig.producer.committed(3)
