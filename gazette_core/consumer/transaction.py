@@ -26,7 +26,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gazette_core.consumer.app import DeferToNextTransaction, call, call_optional
+from gazette_core.consumer.app import (
+    DeferToNextTransaction,
+    call,
+    call_optional,
+    message_factory,
+)
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.txn_acks import TxnAppendService
 from gazette_core.consumer.txn_commit import (
@@ -92,7 +97,8 @@ class TxnLoop:
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
         spec = shard.spec
         self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
-        self.channel = ReadChannel(client, app.new_message, spec.read_channel_size)
+        self.new_message = message_factory(app)
+        self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
         self._next: Any = None  # the dequeued envelope to consume next
         self._prev: Settled | None = None
@@ -208,7 +214,7 @@ class TxnLoop:
             if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
                 journal, begin, end = seq.replay_range()
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
-                                                  self.app.new_message, end=end))
+                                                  self.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
         elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
             # Nothing to commit for a duplicate or rollback: progress moves on directly,

@@ -18,7 +18,7 @@ from gazette_core.consumer.replica import ShardReplica
 from gazette_core.keyspace import etcd_util
 from gazette_core.message.uuid import Flags, get_producer_id
 from tests.broker.support import append
-from tests.consumer.runtime.apps import Counter, HeldCommits
+from tests.consumer.runtime.apps import Counter, HeldCommits, Num
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
     OUT,
@@ -169,7 +169,10 @@ async def test_deferring_the_first_message_fails_the_shard(rig: Rig) -> None:
 
 
 class AsyncCounter(Counter):
-    """Every hook a coroutine."""
+    """Every method a coroutine."""
+
+    async def new_message(self, spec: Any) -> Num:  # type: ignore[override]
+        return Num()
 
     async def begin_txn(self, shard: Any, store: Any) -> None:  # type: ignore[override]
         await asyncio.sleep(0)
