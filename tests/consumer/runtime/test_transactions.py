@@ -246,3 +246,12 @@ async def test_a_duplicate_moves_progress_without_a_transaction(rig: Rig) -> Non
 
 async def append_raw(rig: Rig, data: bytes) -> int:
     return int((await append(rig.stub, SOURCE, data)).commit.end)
+
+
+async def test_a_source_that_cannot_be_read_fails_the_shard(rig: Rig) -> None:
+    spec = shard_spec()
+    spec.sources[0].journal = "runtime/no-such-source"
+    host = rig.host(Counter())
+    replica = await rig.replica(host, spec, "a", 0)
+    status = await host.wait_status(replica.assignment.key, cpb.ReplicaStatus.FAILED)
+    assert "runtime/no-such-source" in status.errors[0]
