@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,11 +70,23 @@ class TxnError(Exception):
 
 
 @dataclass
+class TxnStats:
+    """What one transaction did, for metrics: messages and bytes consumed, and how long
+    it was open (first message to the start of its commit)."""
+
+    shard: str
+    messages: int
+    bytes: int
+    duration_s: float
+
+
+@dataclass
 class _Txn:
     began: float | None = None
     min_at: float = 0.0
     max_at: float = 0.0
     consumed: int = 0
+    bytes: int = 0
     reading: bool = True
     deferred: bool = False
 
@@ -87,11 +100,13 @@ class TxnLoop:
 
     def __init__(self, shard: Shard, app: Any, store: Store, client: Any,
                  checkpoint: cpb.Checkpoint, *, recovery_log: str = "",
-                 hints: HintsTimer | None = None) -> None:
+                 hints: HintsTimer | None = None,
+                 observe: Callable[[TxnStats], None] | None = None) -> None:
         self.shard, self.app, self.store, self.client = shard, app, store, client
         self.checkpoint = checkpoint
         self.recovery_log = recovery_log
         self.hints = hints
+        self.observe = observe
         self.appender = TxnAppendService(client)
         # A fresh producer per primary incarnation: a zombie's clock cannot collide.
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
@@ -239,6 +254,7 @@ class TxnLoop:
                 txn.deferred = True
                 return
             txn.consumed += 1
+            txn.bytes += envelope.end - envelope.begin
             self._next = seq.dequeued if await seq.step() else None
 
     async def _begin(self, txn: _Txn) -> None:
@@ -265,6 +281,9 @@ class TxnLoop:
         except BaseException as err:
             await call_optional(self.app, "finished_txn", self.shard, self.store, err)
             raise
+        if self.observe is not None and txn.began is not None:
+            duration = asyncio.get_running_loop().time() - txn.began
+            self.observe(TxnStats(self.shard.id, txn.consumed, txn.bytes, duration))
         acks = start_acks(self.appender, commit, intents)
         self._prev = Settled(self.shard, commit, acks, read_through_of(checkpoint))
         await call_optional(self.app, "finished_txn", self.shard, self.store, commit)

@@ -57,6 +57,7 @@ async def test_standby_tails_from_hints_and_takes_over_the_committed_state(rig: 
     host_b, b = await start(rig, app_b, "b", 1)
     await host_b.wait_status(b.assignment.key, Code.STANDBY)
     assert [code for _, code in host_b.status_log] == [Code.BACKFILL, Code.STANDBY]
+    assert b.playback is not None and b.playback.bytes_read > 0 and b.playback.log == LOG
     await a.wait_read_through({SOURCE: await rig.producer.committed(5)})  # B tails this.
     a_dir = a.directory
     await a.stop()

@@ -198,6 +198,9 @@ async def test_async_application_methods(rig: Rig) -> None:
     assert sorted(store.inner.state["seen"]) == [1, 2, 3]
     kinds = [k for k, _ in app.events]
     assert kinds[0] == "begin" and "finalize" in kinds and "finished" in kinds
+    observed = replica.host.observed  # type: ignore[attr-defined]
+    assert sum(s.messages for s in observed) == 3 and sum(s.bytes for s in observed) == head
+    assert all(s.shard == "shard-000" and s.duration_s >= 0 for s in observed)
 
 
 async def test_recovered_ack_intents_are_sent_again_first(rig: Rig) -> None:
