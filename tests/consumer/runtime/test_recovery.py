@@ -219,3 +219,17 @@ async def test_a_stopped_standby_removes_its_directory(rig: Rig) -> None:
         raise AssertionError("a stopped standby became ready")
     except ShardStoppedError:
         pass
+
+
+async def test_primary_hints_are_written_on_a_timer_while_the_assignment_is_ours(
+        rig: Rig) -> None:
+    _, a = await start(rig, Counter(), "a", 0, hint_interval_s=0.05)
+    await a.wait_ready()  # Idle: no transaction runs, hints are written all the same.
+    await eventually(lambda: get_json(rig.etcd, PRIMARY_HINTS), what="primary hints")
+    # The assignment is re-created under the replica (a new CreateRevision)...
+    key = a.assignment.key
+    await etcd_util.txn(rig.etcd, [], [etcd_util.delete_op(key), etcd_util.delete_op(
+        PRIMARY_HINTS)])
+    await etcd_util.txn(rig.etcd, [], [etcd_util.put_op(key, b"")])
+    await asyncio.sleep(0.3)  # ...so no further hints write gets through.
+    assert await get_kv(rig.etcd, PRIMARY_HINTS) is None
