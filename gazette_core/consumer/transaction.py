@@ -23,10 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gazette_core.consumer.app import DeferToNextTransaction, call, call_optional
+from gazette_core.consumer.app import (
+    DeferToNextTransaction,
+    call,
+    call_optional,
+    message_factory,
+)
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.txn_acks import TxnAppendService
 from gazette_core.consumer.txn_commit import (
@@ -41,6 +47,7 @@ from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
 from gazette_core.message.uuid import Clock, new_producer_id
+from gazette_core.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from gazette_core.consumer.shard import Shard
@@ -53,10 +60,24 @@ DEFAULT_RING_SIZE = 1 << 13
 
 _COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
                       QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY})
+# Duplicates and rollbacks: read, but nothing to consume or commit.
+_SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED,
+                    QueueOutcome.ACK_ROLLBACK})
 
 
 class TxnError(Exception):
     """The application broke a rule of the transaction protocol."""
+
+
+@dataclass
+class TxnStats:
+    """What one transaction did, for metrics: messages and bytes consumed, and how long
+    it was open (first message to the start of its commit)."""
+
+    shard: str
+    messages: int
+    bytes: int
+    duration_s: float
 
 
 @dataclass
@@ -65,6 +86,7 @@ class _Txn:
     min_at: float = 0.0
     max_at: float = 0.0
     consumed: int = 0
+    bytes: int = 0
     reading: bool = True
     deferred: bool = False
 
@@ -78,17 +100,20 @@ class TxnLoop:
 
     def __init__(self, shard: Shard, app: Any, store: Store, client: Any,
                  checkpoint: cpb.Checkpoint, *, recovery_log: str = "",
-                 hints: HintsTimer | None = None) -> None:
+                 hints: HintsTimer | None = None,
+                 observe: Callable[[TxnStats], None] | None = None) -> None:
         self.shard, self.app, self.store, self.client = shard, app, store, client
         self.checkpoint = checkpoint
         self.recovery_log = recovery_log
         self.hints = hints
+        self.observe = observe
         self.appender = TxnAppendService(client)
         # A fresh producer per primary incarnation: a zombie's clock cannot collide.
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
         spec = shard.spec
         self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
-        self.channel = ReadChannel(client, app.new_message, spec.read_channel_size)
+        self.new_message = message_factory(app)
+        self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
         self._next: Any = None  # the dequeued envelope to consume next
         self._prev: Settled | None = None
@@ -100,18 +125,20 @@ class TxnLoop:
 
     async def run(self) -> None:
         self.appender.start()
+        hints: asyncio.Task[None] | None = None
         self.shard.journal_client = self.appender
         try:
             # Before anything else is appended (spec §7.2 start-up, Hard part 9.5).
             self._prev = resend_ack_intents(self.appender, self.shard, self.checkpoint)
             self.channel.start(start_offsets(self.shard.spec, self.checkpoint))
+            if self.hints is not None:
+                hints = asyncio.get_running_loop().create_task(self.hints.run(), name="hints")
             while not self._stopping.is_set():
                 if not await self._transaction():
                     break
-                if self.hints is not None:
-                    await self.hints.maybe_store(self._prev)
             await self._prev.wait()
         finally:
+            await cancel_and_wait(hints)
             await self.channel.stop()
             if self._prev is not None and not self._prev.done():
                 self._prev.cancel()
@@ -202,9 +229,9 @@ class TxnLoop:
             if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
                 journal, begin, end = seq.replay_range()
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
-                                                  self.app.new_message, end=end))
+                                                  self.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
-        elif txn.began is None and self._prev_resolved():
+        elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
             # Nothing to commit for a duplicate or rollback: progress moves on directly,
             # so a Stat waiting for this offset does not hang.
             through = seq.read_through().get(item.journal)
@@ -227,6 +254,7 @@ class TxnLoop:
                 txn.deferred = True
                 return
             txn.consumed += 1
+            txn.bytes += envelope.end - envelope.begin
             self._next = seq.dequeued if await seq.step() else None
 
     async def _begin(self, txn: _Txn) -> None:
@@ -253,6 +281,9 @@ class TxnLoop:
         except BaseException as err:
             await call_optional(self.app, "finished_txn", self.shard, self.store, err)
             raise
+        if self.observe is not None and txn.began is not None:
+            duration = asyncio.get_running_loop().time() - txn.began
+            self.observe(TxnStats(self.shard.id, txn.consumed, txn.bytes, duration))
         acks = start_acks(self.appender, commit, intents)
         self._prev = Settled(self.shard, commit, acks, read_through_of(checkpoint))
         await call_optional(self.app, "finished_txn", self.shard, self.store, commit)
