@@ -54,11 +54,13 @@ class ShardGauges:
         current: dict[str, list[str]] = {}
         for shard, replica in list(self.service.resolver.replicas.items()):
             current.setdefault(shard, [])
-            playback = replica.playback_progress()
-            if playback is not None:
-                metrics.recovery(shard, playback.offset, playback.target_head)
             if replica.status.code != cpb.ReplicaStatus.PRIMARY:
+                playback = replica.playback
+                if playback is not None:
+                    metrics.recovery(shard, playback.offset,
+                                     max(playback.target_head, playback.offset))
                 continue
+            metrics.forget_recovery(shard)  # recovered: its playback figures are history
             read_through = replica.shard.progress()[0]
             sources = [s.journal for s in replica.shard.spec.sources]
             current[shard] = sources

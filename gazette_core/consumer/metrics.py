@@ -41,13 +41,18 @@ def recovery(shard: str, read: int, target: int) -> None:
     RECOVERY_TARGET.labels(shard).set(target)
 
 
-def forget(shard: str, journals: list[str]) -> None:
-    """Drop the gauges of a shard no longer served here, so they don't linger stale."""
+def forget_recovery(shard: str) -> None:
+    """Drop the playback gauges of a shard that is no longer playing back here."""
     for gauge in (RECOVERY_READ, RECOVERY_TARGET):
         try:
             gauge.remove(shard)
         except KeyError:
             pass
+
+
+def forget(shard: str, journals: list[str]) -> None:
+    """Drop the gauges of a shard no longer served here, so they don't linger stale."""
+    forget_recovery(shard)
     for journal in journals:
         try:
             READ_LAG.remove(shard, journal)

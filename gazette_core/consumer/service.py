@@ -33,7 +33,7 @@ from gazette_core.broker.client.channel import (
 )
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer import api_errors
+from gazette_core.consumer import metrics
 from gazette_core.consumer import shard_api as api
 from gazette_core.consumer.app import Application
 from gazette_core.consumer.config import ConsumerConfig
@@ -49,7 +49,7 @@ from gazette_core.consumer.protocol.shard_spec_ext import (
 from gazette_core.consumer.protocol.status_ext import merge_status
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.consumer.resolver import ShardResolver
-from gazette_core.consumer.shard import ShardStoppedError
+from gazette_core.consumer.transaction import TxnStats
 from gazette_core.errors import GazetteError, UnavailableError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
@@ -208,6 +208,10 @@ class ConsumerService:
             await self.keyspace.wait_for_revision(resp.header.revision)
         return bool(resp.succeeded)
 
+    def observe_txn(self, stats: TxnStats) -> None:
+        """Count a transaction that starts its commit into the shard's metrics."""
+        metrics.committed(stats.shard, stats.messages, stats.bytes, stats.duration_s)
+
     # -- ShardHost -----------------------------------------------------------
 
     async def resolve(self, shard: str, *, proxied_header: pb.Header | None = None
@@ -225,10 +229,7 @@ class ConsumerService:
 
     async def stat(self, replica: ShardReplica, read_through: dict[str, int]
                    ) -> tuple[dict[str, int], dict[str, int]]:
-        try:
-            return await replica.wait_read_through(read_through)
-        except ShardStoppedError as exc:
-            raise api_errors.ShardStoppedError(shard=replica.shard.id, detail=str(exc)) from None
+        return await replica.wait_read_through(read_through)
 
     # -- stopping ------------------------------------------------------------
 

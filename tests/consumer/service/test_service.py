@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from prometheus_client import REGISTRY
 
 from gazette_core.consumer.app import InitArgs
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
@@ -198,3 +199,31 @@ async def test_an_app_adds_http_routes_beside_metrics(cluster: Cluster) -> None:
         async with session.get(f"{base}/metrics") as resp:
             assert resp.status == 200
             assert "# TYPE gazette_shard_txn_total counter" in await resp.text()
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_metrics_count_transactions_messages_and_read_lag(cluster: Cluster) -> None:
+    service = await cluster.start("cons-1", Counter(publish=False))
+    before = {name: sample(name, shard=SHARD) for name in (
+        "gazette_shard_txn_total", "gazette_shard_messages_total", "gazette_shard_bytes_total")}
+    await apply_shards(service.endpoint, [cpb.ApplyRequest.Change(
+        upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+    producer = Producer(cluster.stub)
+    start = await producer.committed(1)
+    head = await producer.committed(2, 3)
+    await stat_shard(service.endpoint, SHARD, {SOURCE: head})
+
+    assert sample("gazette_shard_txn_total", shard=SHARD) > before["gazette_shard_txn_total"]
+    assert sample("gazette_shard_messages_total", shard=SHARD) - \
+        before["gazette_shard_messages_total"] == 3
+    assert sample("gazette_shard_bytes_total", shard=SHARD) - \
+        before["gazette_shard_bytes_total"] == head
+    await service.gauges.measure()
+    assert sample("gazette_shard_read_lag_bytes", shard=SHARD, journal=SOURCE) == 0
+    # Recovered: a primary's playback figures are dropped rather than left stale.
+    assert REGISTRY.get_sample_value("gazette_shard_recovery_read_bytes",
+                                     {"shard": SHARD}) is None
+    assert start > 0
