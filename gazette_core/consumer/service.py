@@ -66,6 +66,8 @@ ETCD_CONNECT_TIMEOUT_S = 10.0
 # How long a stopping process waits for its primaries to move to standbys.
 DRAIN_TIMEOUT_S = 60.0
 DRAIN_STALL_S = 10.0
+# How long stopping waits for shards to finish their transactions and stop.
+REPLICAS_STOP_TIMEOUT_S = 30.0
 # Backoff of status updates (consumer.md 7.2): 50, 50, 100, 100 ms, 1 s, 1 s, then 5 s.
 STATUS_BACKOFF = (0.05, 0.05, 0.1, 0.1, 1.0, 1.0, 5.0)
 
@@ -244,7 +246,14 @@ class ConsumerService:
         await _quietly("stopping the shard gauges", self.gauges.stop())
         if self.allocator is not None:
             await _quietly("stopping the allocator", self.allocator.stop())
-        await self.resolver.stop()
+        try:
+            async with asyncio.timeout(REPLICAS_STOP_TIMEOUT_S):
+                await self.resolver.stop()
+        except TimeoutError:
+            # A commit that cannot reach the brokers would hold us here for ever. Leaving
+            # is safe: whoever takes the shards over fences this process's recorder.
+            log.warning("shards did not stop within %gs; leaving anyway",
+                        REPLICAS_STOP_TIMEOUT_S)
         await self.server.stop()
         await self.keyspace.stop()
         if self.announcement is not None:

@@ -19,6 +19,7 @@ import pytest_asyncio
 from aiohttp import web
 from prometheus_client import REGISTRY
 
+from gazette_core.consumer import service as service_module
 from gazette_core.consumer.app import InitArgs
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
@@ -227,3 +228,25 @@ async def test_metrics_count_transactions_messages_and_read_lag(cluster: Cluster
     assert REGISTRY.get_sample_value("gazette_shard_recovery_read_bytes",
                                      {"shard": SHARD}) is None
     assert start > 0
+
+
+async def test_stopping_does_not_wait_for_ever_on_a_commit_that_never_resolves(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service_module, "REPLICAS_STOP_TIMEOUT_S", 1.0)
+    app = Counter(publish=False)
+    service = await cluster.start("cons-1", app)
+    await apply_shards(service.endpoint, [cpb.ApplyRequest.Change(
+        upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+    await stat_shard(service.endpoint, SHARD, {})  # the primary is ready
+    store = app.stores[0]
+    store.hold.clear()
+    committing = store.started
+    await Producer(cluster.stub).committed(1)
+    await until(lambda: store.started > committing, 20)
+
+    try:
+        async with asyncio.timeout(20):
+            await service.stop(drain_timeout=0.1)
+    finally:
+        store.hold.set()
+    assert not service.resolver.replicas
