@@ -1,0 +1,88 @@
+"""Shard YAML for the examples: `common:` plus `shards:`, as Gazette's shardspace.
+
+Each shard takes every field it leaves unset from `common` (push-down), and the
+result is validated. Used by the examples' tests and to apply their shards to a
+running consumer:
+
+    python -m examples.shardspace examples/stream_sum/shards.yaml \
+        --consumer.address http://127.0.0.1:9000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from gazette_core.broker.protocol.durations_ext import parse_duration
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.protocol.shard_spec_ext import validate_shard_spec
+
+_SCALARS = ("id", "recovery_log_prefix", "hint_prefix", "hint_backups", "disable",
+            "hot_standbys", "disable_wait_for_ack", "ring_buffer_size", "read_channel_size")
+_DURATIONS = ("max_txn_duration", "min_txn_duration")
+
+
+def _fill(spec: cpb.ShardSpec, data: dict[str, Any]) -> None:
+    for key, value in data.items():
+        if key in _SCALARS:
+            setattr(spec, key, value)
+        elif key in _DURATIONS:
+            getattr(spec, key).CopyFrom(parse_duration(str(value), key))
+        elif key == "sources":
+            spec.sources.extend(cpb.ShardSpec.Source(journal=s["journal"],
+                                                     min_offset=s.get("min_offset", 0))
+                                for s in value)
+        elif key == "labels":
+            for label in value:
+                spec.labels.labels.add(name=label["name"], value=label["value"])
+        elif key not in ("revision", "comment"):
+            raise ValueError(f"unknown shard field {key!r}")
+
+
+def load_shards(text: str) -> list[cpb.ShardSpec]:
+    """The shards of a shard YAML document, each pushed down from `common` and valid."""
+    doc = YAML(typ="safe").load(text) or {}
+    specs = []
+    for data in doc.get("shards") or []:
+        common, own = cpb.ShardSpec(), cpb.ShardSpec()
+        _fill(common, doc.get("common") or {})
+        _fill(own, data)
+        # Fields a shard sets replace the common ones; repeated ones too, not appended.
+        for field, _ in own.ListFields():
+            common.ClearField(field.name)
+        common.MergeFrom(own)
+        validate_shard_spec(common)
+        specs.append(common)
+    return specs
+
+
+def apply_request(specs: list[cpb.ShardSpec]) -> cpb.ApplyRequest:
+    """Upsert every spec whatever its current revision (re-applying is safe)."""
+    return cpb.ApplyRequest(changes=[cpb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1)
+                                     for s in specs])
+
+
+async def _apply(address: str, specs: list[cpb.ShardSpec]) -> None:
+    from gazette_core.consumer.client import apply_shards
+    await apply_shards(address, apply_request(specs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m examples.shardspace",
+                                     description="Apply an example's shard YAML.")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--consumer.address", dest="address", default="http://127.0.0.1:9000")
+    args = parser.parse_args(argv)
+    specs = load_shards(args.file.read_text())
+    asyncio.run(_apply(args.address, specs))
+    print(f"applied {len(specs)} shards", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
