@@ -7,6 +7,7 @@ from google.protobuf.duration_pb2 import Duration
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import label_set
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 
 
 def shard(
@@ -44,3 +45,11 @@ def consumer(zone: str, suffix: str, endpoint: str = "http://127.0.0.1:9000") ->
                                     endpoint=endpoint),
         shard_limit=10,
     )
+
+
+def hints(log: str, seq_no: int = 1) -> rpb.FSMHints:
+    """Valid FSMHints of `log` with one live Fnode created at `seq_no`."""
+    segment = rpb.Segment(author=0x1234, first_seq_no=seq_no, first_offset=10 * seq_no,
+                          first_checksum=7, last_seq_no=seq_no + 2)
+    return rpb.FSMHints(log=log, live_nodes=[rpb.FnodeSegments(fnode=seq_no,
+                                                               segments=[segment])])

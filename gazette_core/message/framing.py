@@ -1,0 +1,95 @@
+"""Framings: how messages are written to and read from a journal's bytes.
+
+A journal's `content-type` label picks the framing (consumer.md 7.3):
+- `application/x-ndjson`: one compact JSON document per `\\n`-terminated line;
+- `text/csv`: RFC 4180 rows with the UUID in column 0 (framing_csv.py);
+- `application/x-protobuf-fixed`: magic word, LE uint32 length, protobuf
+  bytes, resynchronising on desync (framing_proto.py).
+
+Each framing marshals one message to one complete record, unmarshals one
+record into a message, and gives an incremental splitter (splitter.py) that
+cuts read chunks into records.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.message.framing_csv import CSVFraming
+from gazette_core.message.framing_proto import ProtoFixedFraming
+from gazette_core.message.interfaces import Message
+from gazette_core.message.splitter import LineSplitter, Splitter
+
+CONTENT_TYPE_LABEL = "content-type"
+JSON_LINES = "application/x-ndjson"
+CSV = CSVFraming.content_type
+PROTOBUF_FIXED = ProtoFixedFraming.content_type
+
+
+class Framing(Protocol):
+    content_type: str
+
+    def marshal(self, msg: Message) -> bytes: ...
+
+    def unmarshal(self, record: bytes, msg: Message) -> Message: ...
+
+    def splitter(self) -> Splitter: ...
+
+
+class JSONFraming:
+    """One compact JSON object per line; messages provide to/load_json_dict (JSONMessage)."""
+
+    content_type = JSON_LINES
+
+    def marshal(self, msg: Message) -> bytes:
+        doc = msg.to_json_dict()  # type: ignore[attr-defined]
+        return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+    def unmarshal(self, record: bytes, msg: Message) -> Message:
+        doc: Any = json.loads(record)
+        if not isinstance(doc, dict):
+            raise ValueError(f"JSON message is not an object: {record[:80]!r}")
+        msg.load_json_dict(doc)  # type: ignore[attr-defined]
+        return msg
+
+    def splitter(self) -> Splitter:
+        return LineSplitter()
+
+
+_FRAMINGS: dict[str, Framing] = {
+    JSON_LINES: JSONFraming(), CSV: CSVFraming(), PROTOBUF_FIXED: ProtoFixedFraming(),
+}
+
+
+def framing_for(content_type: str) -> Framing:
+    """The framing of a content type; ValueError naming the type if it has none."""
+    # Parameters such as "; charset=utf-8" do not change the framing.
+    framing = _FRAMINGS.get(content_type.split(";", 1)[0].strip().lower())
+    if framing is None:
+        raise ValueError(
+            f"no message framing for content-type {content_type!r} "
+            f"(supported: {', '.join(sorted(_FRAMINGS))})"
+        )
+    return framing
+
+
+def content_type(spec: pb.JournalSpec) -> str:
+    """The journal's `content-type` label, or "" when it has none."""
+    for label in spec.labels.labels:
+        if label.name == CONTENT_TYPE_LABEL:
+            return str(label.value)
+    return ""
+
+
+def journal_framing(spec: pb.JournalSpec) -> Framing:
+    """The framing a journal's `content-type` label names; ValueError if none fits."""
+    kind = content_type(spec)
+    if not kind:
+        raise ValueError(f"journal {spec.name!r} has no {CONTENT_TYPE_LABEL!r} label "
+                         "to choose a message framing")
+    try:
+        return framing_for(kind)
+    except ValueError as err:
+        raise ValueError(f"journal {spec.name!r}: {err}") from None

@@ -1,0 +1,131 @@
+"""What the message layer asks of a message, and the built-in message types.
+
+A message carries a Gazette UUID (uuid.py) that says who published it, when,
+and whether it is committed on its own (OUTSIDE_TXN), pending (CONTINUE_TXN)
+or an acknowledgement (ACK_TXN). A type that cannot carry a UUID returns the
+zero UUID, and readers then treat each of its messages as committed
+immediately: delivery degrades to at-least-once.
+
+Built-in types, one per framing:
+- `JSONMessage`: a base for `@dataclass` messages, one JSON object each;
+- `CSVRecord`: a row of strings whose column 0 holds the UUID;
+- `ProtoMessage`: a generated protobuf message with a UUID field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@runtime_checkable
+class Message(Protocol):
+    def get_uuid(self) -> uuid.UUID: ...
+
+    def set_uuid(self, u: uuid.UUID) -> None: ...
+
+    def new_acknowledgement(self, journal: str) -> Message: ...
+
+
+@dataclass(slots=True)
+class Envelope:
+    """A message and where it was read: [begin, end) are exact journal offsets."""
+
+    journal: str
+    begin: int
+    end: int
+    message: Message
+
+
+def _parse(text: str) -> uuid.UUID:
+    return uuid.UUID(text) if text else ZERO_UUID
+
+
+@dataclass
+class JSONMessage:
+    """Base of JSON messages: subclass it as a `@dataclass` whose fields all have defaults.
+
+    `uuid` holds the canonical 36-character form ("" until published). The
+    acknowledgement is `type(self)()` with only the UUID set, so every field
+    needs a default. Override `to_json_dict`/`load_json_dict` for other
+    field names or nested types.
+    """
+
+    uuid: str = ""
+    _names: ClassVar[dict[type, tuple[str, ...]]] = {}
+
+    def get_uuid(self) -> uuid.UUID:
+        return _parse(self.uuid)
+
+    def set_uuid(self, u: uuid.UUID) -> None:
+        self.uuid = str(u)
+
+    def new_acknowledgement(self, journal: str) -> JSONMessage:
+        return type(self)()
+
+    @classmethod
+    def _field_names(cls) -> tuple[str, ...]:
+        names = JSONMessage._names.get(cls)
+        if names is None:
+            names = JSONMessage._names[cls] = tuple(f.name for f in dataclasses.fields(cls))
+        return names
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._field_names()}
+
+    def load_json_dict(self, doc: dict[str, Any]) -> None:
+        # Unknown keys are ignored: a newer writer may have added fields.
+        for name in self._field_names():
+            if name in doc:
+                setattr(self, name, doc[name])
+
+
+class CSVRecord(list[str]):
+    """One CSV row; column 0 must hold the UUID (or be empty for none)."""
+
+    def get_uuid(self) -> uuid.UUID:
+        return _parse(self[0]) if self else ZERO_UUID
+
+    def set_uuid(self, u: uuid.UUID) -> None:
+        if self:
+            self[0] = str(u)
+        else:
+            self.append(str(u))
+
+    def new_acknowledgement(self, journal: str) -> CSVRecord:
+        # A row of the same width, all empty except the UUID set later.
+        return CSVRecord([""] * max(len(self), 1))
+
+
+class ProtoMessage:
+    """A protobuf message whose `uuid_field` (string or 16 bytes) carries the UUID."""
+
+    __slots__ = ("pb", "uuid_field")
+
+    def __init__(self, pb: Any, uuid_field: str = "uuid") -> None:
+        self.pb = pb
+        self.uuid_field = uuid_field
+
+    def get_uuid(self) -> uuid.UUID:
+        value = getattr(self.pb, self.uuid_field)
+        if isinstance(value, bytes):
+            return uuid.UUID(bytes=value) if value else ZERO_UUID
+        return _parse(value)
+
+    def set_uuid(self, u: uuid.UUID) -> None:
+        current = getattr(self.pb, self.uuid_field)
+        setattr(self.pb, self.uuid_field, u.bytes if isinstance(current, bytes) else str(u))
+
+    def new_acknowledgement(self, journal: str) -> ProtoMessage:
+        return ProtoMessage(type(self.pb)(), self.uuid_field)
+
+    def SerializeToString(self) -> bytes:  # noqa: N802 (protobuf's name, used by the framing)
+        data: bytes = self.pb.SerializeToString()
+        return data
+
+    def ParseFromString(self, data: bytes) -> None:  # noqa: N802
+        self.pb.ParseFromString(data)
