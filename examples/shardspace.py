@@ -54,7 +54,7 @@ def load_shards(text: str) -> list[cpb.ShardSpec]:
         _fill(own, data)
         # Fields a shard sets replace the common ones; repeated ones too, not appended.
         for field, _ in own.ListFields():
-            common.ClearField(field.name)
+            common.ClearField(field.name)  # type: ignore[arg-type]
         common.MergeFrom(own)
         validate_shard_spec(common)
         specs.append(common)

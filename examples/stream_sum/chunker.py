@@ -21,6 +21,10 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from gazette_core.message.committed import read_committed
+from gazette_core.message.mapping import Partitions, modulo_mapping
+from gazette_core.message.publisher import Publisher
+
 from examples.stream_sum.messages import Chunk, Sum
 from examples.stream_sum.names import CHUNK_SIZE, CHUNK_TYPE, MESSAGE_TYPE, SUMS_JOURNAL
 from examples.stream_sum.tally import Tally
@@ -29,9 +33,6 @@ from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.client.routing import JournalClient, Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.message.committed import read_committed
-from gazette_core.message.mapping import Partitions, modulo_mapping
-from gazette_core.message.publisher import Publisher
 
 
 @dataclass

@@ -12,7 +12,7 @@ The shard label `store` picks the store: `sqlite` (the default) or `json`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -20,15 +20,18 @@ from examples.stream_sum import crc64
 from examples.stream_sum.messages import Chunk, Sum
 from examples.stream_sum.names import NDJSON, SUMS_JOURNAL
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.recoverylog.recorder import Recorder
-from gazette_core.consumer.shard import Shard
 from gazette_core.consumer.store.interface import Store
 from gazette_core.consumer.store.json_file import JSONFileStore
 from gazette_core.consumer.store.sqlite import SQLiteStore
 from gazette_core.message.framing import Framing, framing_for
 from gazette_core.message.interfaces import Envelope, Message
-from gazette_core.message.publisher import Publisher
 from gazette_core.message.uuid import Flags, get_flags
+
+if TYPE_CHECKING:
+    from gazette_core.consumer.shard import Shard
+    from gazette_core.message.publisher import Publisher
+
+    from gazette_core.consumer.recoverylog.recorder import Recorder
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS sums (id TEXT PRIMARY KEY, seq_no INTEGER, value INTEGER)"
 _FINISHED = (-1, 0)  # a cached stream whose Sum went out: dropped from the store
