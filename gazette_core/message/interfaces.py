@@ -15,18 +15,18 @@ Built-in types, one per framing:
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
+from uuid import UUID
 
-ZERO_UUID = uuid.UUID(int=0)
+ZERO_UUID = UUID(int=0)
 
 
 @runtime_checkable
 class Message(Protocol):
-    def get_uuid(self) -> uuid.UUID: ...
+    def get_uuid(self) -> UUID: ...
 
-    def set_uuid(self, u: uuid.UUID) -> None: ...
+    def set_uuid(self, u: UUID) -> None: ...
 
     def new_acknowledgement(self, journal: str) -> Message: ...
 
@@ -41,8 +41,8 @@ class Envelope:
     message: Message
 
 
-def _parse(text: str) -> uuid.UUID:
-    return uuid.UUID(text) if text else ZERO_UUID
+def _parse(text: str) -> UUID:
+    return UUID(text) if text else ZERO_UUID
 
 
 @dataclass
@@ -58,10 +58,10 @@ class JSONMessage:
     uuid: str = ""
     _names: ClassVar[dict[type, tuple[str, ...]]] = {}
 
-    def get_uuid(self) -> uuid.UUID:
+    def get_uuid(self) -> UUID:
         return _parse(self.uuid)
 
-    def set_uuid(self, u: uuid.UUID) -> None:
+    def set_uuid(self, u: UUID) -> None:
         self.uuid = str(u)
 
     def new_acknowledgement(self, journal: str) -> JSONMessage:
@@ -87,10 +87,10 @@ class JSONMessage:
 class CSVRecord(list[str]):
     """One CSV row; column 0 must hold the UUID (or be empty for none)."""
 
-    def get_uuid(self) -> uuid.UUID:
+    def get_uuid(self) -> UUID:
         return _parse(self[0]) if self else ZERO_UUID
 
-    def set_uuid(self, u: uuid.UUID) -> None:
+    def set_uuid(self, u: UUID) -> None:
         if self:
             self[0] = str(u)
         else:
@@ -110,22 +110,22 @@ class ProtoMessage:
         self.pb = pb
         self.uuid_field = uuid_field
 
-    def get_uuid(self) -> uuid.UUID:
+    def get_uuid(self) -> UUID:
         value = getattr(self.pb, self.uuid_field)
         if isinstance(value, bytes):
-            return uuid.UUID(bytes=value) if value else ZERO_UUID
+            return UUID(bytes=value) if value else ZERO_UUID
         return _parse(value)
 
-    def set_uuid(self, u: uuid.UUID) -> None:
+    def set_uuid(self, u: UUID) -> None:
         current = getattr(self.pb, self.uuid_field)
         setattr(self.pb, self.uuid_field, u.bytes if isinstance(current, bytes) else str(u))
 
     def new_acknowledgement(self, journal: str) -> ProtoMessage:
         return ProtoMessage(type(self.pb)(), self.uuid_field)
 
-    def SerializeToString(self) -> bytes:  # noqa: N802 (protobuf's name, used by the framing)
+    def SerializeToString(self) -> bytes:  # protobuf's name: the framing calls it
         data: bytes = self.pb.SerializeToString()
         return data
 
-    def ParseFromString(self, data: bytes) -> None:  # noqa: N802
+    def ParseFromString(self, data: bytes) -> None:
         self.pb.ParseFromString(data)

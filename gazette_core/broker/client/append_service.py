@@ -67,12 +67,20 @@ class AsyncAppend:
 class _Journal:
     """Batches waiting for one journal, and the task sending them in order."""
 
-    __slots__ = ("batches", "name", "task")
+    __slots__ = ("batches", "inflight", "name", "task")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.batches: deque[_Batch] = deque()
+        self.inflight: _Batch | None = None  # Taken off `batches`, being appended.
         self.task: asyncio.Task[None] | None = None
+
+    def last_pending(self) -> AsyncAppend | None:
+        """The newest batch not yet settled: it settles after every earlier one."""
+        batch = self.batches[-1] if self.batches else self.inflight
+        if batch is None or batch.handle.done():
+            return None
+        return batch.handle
 
 
 def _resolve(batch: _Batch, commit: pb.Fragment) -> None:
@@ -160,6 +168,19 @@ class AppendService:
         batch.buf += record
         return batch.handle
 
+    def pending_except(self, journal: str | None) -> list[AsyncAppend]:
+        """The last unsettled batch of every journal but `journal`.
+
+        Batches of a journal are appended in order, so awaiting the last one
+        waits for all of them: a transaction's commit waits on these (all its
+        appends except those to its own recovery log).
+        """
+        pending = []
+        for name, state in self._journals.items():
+            if name != journal and (handle := state.last_pending()) is not None:
+                pending.append(handle)
+        return pending
+
     def _batch_for(self, journal: str) -> _Batch:
         """The open batch of `journal`, starting its sender if it is idle."""
         loop = self._loop
@@ -183,9 +204,9 @@ class AppendService:
         try:
             while state.batches:
                 # Taken off the queue so that new records start the next batch.
-                batch = state.batches.popleft()
+                batch = state.inflight = state.batches.popleft()
                 await self._commit(state.name, batch)
-                batch = None
+                batch = state.inflight = None
         except BaseException as exc:
             if batch is not None:
                 _fail(batch, exc)
@@ -194,7 +215,7 @@ class AppendService:
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            state.task = None
+            state.task = state.inflight = None
 
     async def _commit(self, journal: str, batch: _Batch) -> None:
         """Append one batch, retrying retriable failures; settle its futures."""

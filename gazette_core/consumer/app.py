@@ -1,0 +1,82 @@
+"""The Application a consumer runs, and how the framework calls it (spec §7.1).
+
+Every method may be a plain function or a coroutine function: `call` awaits
+whatever comes back when it is awaitable, so one app can mix both styles.
+`new_message` is the exception: it runs on the read path once per message
+and must return the message directly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol import protocol_pb2 as pb
+    from gazette_core.consumer.recoverylog.recorder import Recorder
+    from gazette_core.consumer.shard import Shard
+    from gazette_core.consumer.store.interface import Store
+
+T = TypeVar("T")
+
+
+class DeferToNextTransaction(Exception):
+    """Raised by consume_message: end this transaction and offer the message again next.
+
+    Raising it for the first message of a transaction is an error, because the
+    next transaction would start with the very same message.
+    """
+
+
+class Application(Protocol):
+    """What a consumer app implements; each method may be sync or async."""
+
+    def new_store(self, shard: Shard, recorder: Recorder | None) -> Any:
+        """The shard's Store (or an awaitable of it); `recorder` is None without a log."""
+
+    def new_message(self, spec: pb.JournalSpec) -> Any:
+        """A fresh, empty message for a record of journal `spec` (synchronous)."""
+
+    def consume_message(self, shard: Shard, store: Store, envelope: Any, publisher: Any) -> Any:
+        """Apply one committed message to the store; ACK envelopes arrive here too."""
+
+    def finalize_txn(self, shard: Shard, store: Store, publisher: Any) -> Any:
+        """The transaction is about to commit: flush caches, publish what is pending."""
+
+
+@runtime_checkable
+class BeginFinisher(Protocol):
+    """Optional hooks around each transaction."""
+
+    def begin_txn(self, shard: Shard, store: Store) -> Any: ...
+
+    def finished_txn(self, shard: Shard, store: Store,
+                     commit: Awaitable[None] | BaseException) -> Any: ...
+
+
+@dataclass
+class InitArgs:
+    """Given to an app's optional `init_application` to register gRPC services or routes."""
+
+    config: Any
+    server: Any  # the consumer's grpc.aio.Server
+    service: Any  # the ConsumerService
+    http_routes: list[Any] = field(default_factory=list)  # aiohttp RouteDefs to add
+
+
+async def call(fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
+    """Call `fn(*args)`, awaiting the result when `fn` is async."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        return await result  # type: ignore[no-any-return]
+    return result
+
+
+async def call_optional(app: object, name: str, *args: Any) -> Any:
+    """Call the optional method `name` of `app` if it has one; None otherwise."""
+    method = getattr(app, name, None)
+    if method is None:
+        return None
+    return await call(method, *args)

@@ -1,0 +1,262 @@
+"""The primary's transaction loop (spec §7.2, Hard part 9).
+
+A transaction reads envelopes from the read channel into the sequencer,
+consumes every committed message, and closes when the rules allow:
+
+- it waits while the previous transaction's commit or any of its ACK appends
+  is unresolved, while nothing was consumed, before min_txn_duration, and
+  (unless disable_wait_for_ack) while a sequence it has read is still pending
+  before max_txn_duration;
+- otherwise it commits as soon as the channel has nothing ready;
+- past max_txn_duration it stops reading and commits once the previous
+  transaction resolved.
+
+The commit: finalize_txn, the sequencer checkpoint plus the publisher's ACK
+intents, then store.start_commit behind every pending non-recovery-log
+append; each ACK is appended only once the commit resolved (txn_acks). The
+next transaction reads and consumes meanwhile but commits only after all of
+that resolved, when the shard's progress is published (txn_commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gazette_core.consumer.app import DeferToNextTransaction, call, call_optional
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.txn_acks import TxnAppendService
+from gazette_core.consumer.txn_commit import (
+    Settled,
+    read_through_of,
+    resend_ack_intents,
+    start_acks,
+)
+from gazette_core.consumer.txn_hints import HintsTimer
+from gazette_core.consumer.txn_reader import ReadChannel, start_offsets
+from gazette_core.message.publisher import Publisher
+from gazette_core.message.reader import read_uncommitted
+from gazette_core.message.sequencer import QueueOutcome, Sequencer
+from gazette_core.message.uuid import Clock, new_producer_id
+
+if TYPE_CHECKING:
+    from gazette_core.consumer.shard import Shard
+    from gazette_core.consumer.store.interface import Store
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_HORIZON_S = 86400.0
+DEFAULT_RING_SIZE = 1 << 13
+
+_COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
+                      QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY})
+
+
+class TxnError(Exception):
+    """The application broke a rule of the transaction protocol."""
+
+
+@dataclass
+class _Txn:
+    began: float | None = None
+    min_at: float = 0.0
+    max_at: float = 0.0
+    consumed: int = 0
+    reading: bool = True
+    deferred: bool = False
+
+
+def _seconds(duration: Any) -> float:
+    return float(duration.seconds) + duration.nanos / 1e9
+
+
+class TxnLoop:
+    """Runs transactions for one primary until `stop()`; `run()` returns once all settled."""
+
+    def __init__(self, shard: Shard, app: Any, store: Store, client: Any,
+                 checkpoint: cpb.Checkpoint, *, recovery_log: str = "",
+                 hints: HintsTimer | None = None) -> None:
+        self.shard, self.app, self.store, self.client = shard, app, store, client
+        self.checkpoint = checkpoint
+        self.recovery_log = recovery_log
+        self.hints = hints
+        self.appender = TxnAppendService(client)
+        # A fresh producer per primary incarnation: a zombie's clock cannot collide.
+        self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
+        spec = shard.spec
+        self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
+        self.channel = ReadChannel(client, app.new_message, spec.read_channel_size)
+        self._stopping = asyncio.Event()
+        self._next: Any = None  # the dequeued envelope to consume next
+        self._prev: Settled | None = None
+        self.transactions = 0
+
+    def stop(self) -> None:
+        """Finish the open transaction (commit what it consumed), then end the loop."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        self.appender.start()
+        self.shard.journal_client = self.appender
+        try:
+            # Before anything else is appended (spec §7.2 start-up, Hard part 9.5).
+            self._prev = resend_ack_intents(self.appender, self.shard, self.checkpoint)
+            self.channel.start(start_offsets(self.shard.spec, self.checkpoint))
+            while not self._stopping.is_set():
+                if not await self._transaction():
+                    break
+                if self.hints is not None:
+                    await self.hints.maybe_store(self._prev)
+            await self._prev.wait()
+        finally:
+            await self.channel.stop()
+            if self._prev is not None and not self._prev.done():
+                self._prev.cancel()
+            await self.appender.stop()
+
+    # One transaction.
+
+    async def _transaction(self) -> bool:
+        """Run one transaction to its commit; False if stopping before it consumed anything."""
+        txn = _Txn()
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._consume(txn)
+            if txn.deferred:
+                break
+            now = loop.time()
+            if self._stopping.is_set() or (txn.began is not None and now >= txn.max_at):
+                txn.reading = False
+            if not txn.reading:
+                if txn.consumed == 0:
+                    return False
+                if self._prev_resolved():
+                    break
+                await self._wait_prev()  # Stalled: held back only by the previous commit.
+                continue
+            blocks = self._blocks(txn, now)
+            if not blocks and self.channel.queue.empty():
+                break
+            item = await self._next_item(txn, blocks, now)
+            if item is not None:
+                await self._queue(txn, item)
+        await self._commit(txn)
+        self.transactions += 1
+        return True
+
+    def _blocks(self, txn: _Txn, now: float) -> bool:
+        """Whether the transaction must stay open (spec §7.2 step 3)."""
+        if not self._prev_resolved() or txn.consumed == 0 or now < txn.min_at:
+            return True
+        return (not self.shard.spec.disable_wait_for_ack and now < txn.max_at
+                and self.sequencer.has_pending())
+
+    def _prev_resolved(self) -> bool:
+        prev = self._prev
+        if prev is None or not prev.done():
+            return prev is None
+        prev.future().result()  # Raises the previous commit's or ACK's failure.
+        return True
+
+    async def _wait_prev(self) -> None:
+        assert self._prev is not None
+        await self._prev.wait()
+
+    async def _next_item(self, txn: _Txn, blocks: bool, now: float) -> Any:
+        """The next envelope, or None when a timer, the previous commit or stop() woke us."""
+        queue = self.channel.queue
+        if not queue.empty() or not blocks:
+            return queue.get_nowait()
+        deadline: float | None = None
+        if txn.began is not None:
+            deadline = txn.min_at if now < txn.min_at else txn.max_at
+        getter = asyncio.ensure_future(queue.get())
+        waits: set[asyncio.Future[Any]] = {getter, asyncio.ensure_future(self._stopping.wait())}
+        if self._prev is not None and not self._prev.done():
+            waits.add(asyncio.ensure_future(asyncio.shield(self._prev.future())))
+        try:
+            timeout = None if deadline is None else max(0.0, deadline - now)
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                if w is not getter:
+                    w.cancel()
+        if getter.done():
+            return getter.result()
+        getter.cancel()
+        try:
+            await getter
+        except asyncio.CancelledError:
+            return None
+        return getter.result()  # It completed as it was being cancelled.
+
+    async def _queue(self, txn: _Txn, item: Any) -> None:
+        if isinstance(item, BaseException):
+            raise item
+        seq = self.sequencer
+        outcome = seq.queue_uncommitted(item)
+        if outcome in _COMMITS:
+            if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                journal, begin, end = seq.replay_range()
+                seq.start_replay(read_uncommitted(self.client, journal, begin,
+                                                  self.app.new_message, end=end))
+            self._next = seq.dequeued if await seq.step() else None
+        elif txn.began is None and self._prev_resolved():
+            # Nothing to commit for a duplicate or rollback: progress moves on directly,
+            # so a Stat waiting for this offset does not hang.
+            through = seq.read_through().get(item.journal)
+            if through is not None:
+                self.shard.set_progress({item.journal: through}, {})
+
+    async def _consume(self, txn: _Txn) -> None:
+        """Consume every dequeued message; a deferral ends the transaction."""
+        seq = self.sequencer
+        while (envelope := self._next) is not None:
+            if txn.began is None:
+                await self._begin(txn)
+            try:
+                await call(self.app.consume_message, self.shard, self.store, envelope,
+                           self.publisher)
+            except DeferToNextTransaction as err:
+                if txn.consumed == 0:
+                    raise TxnError("consume_message deferred the first message of a "
+                                   "transaction to the next one") from err
+                txn.deferred = True
+                return
+            txn.consumed += 1
+            self._next = seq.dequeued if await seq.step() else None
+
+    async def _begin(self, txn: _Txn) -> None:
+        await call_optional(self.app, "begin_txn", self.shard, self.store)
+        spec = self.shard.spec
+        txn.began = now = asyncio.get_running_loop().time()
+        txn.min_at = now + _seconds(spec.min_txn_duration)
+        txn.max_at = now + _seconds(spec.max_txn_duration)
+        # Messages published by this transaction are stamped from the current time.
+        self.publisher.clock.update(time.time_ns())
+
+    async def _commit(self, txn: _Txn) -> None:
+        try:
+            await call(self.app.finalize_txn, self.shard, self.store, self.publisher)
+            checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
+            intents = dict(self.publisher.build_ack_intents())
+            for journal, ack in intents.items():
+                checkpoint.ack_intents[journal] = ack
+            if self._prev is not None:
+                await self._prev.wait()  # Hard part 9.4.
+            pending = self.appender.pending_except(self.recovery_log or None)
+            wait_for = asyncio.ensure_future(_all(pending)) if pending else None
+            commit = asyncio.ensure_future(self.store.start_commit(checkpoint, wait_for))
+        except BaseException as err:
+            await call_optional(self.app, "finished_txn", self.shard, self.store, err)
+            raise
+        acks = start_acks(self.appender, commit, intents)
+        self._prev = Settled(self.shard, commit, acks, read_through_of(checkpoint))
+        await call_optional(self.app, "finished_txn", self.shard, self.store, commit)
+
+
+async def _all(pending: list[Any]) -> None:
+    await asyncio.gather(*pending)

@@ -1,0 +1,42 @@
+"""read_committed: a journal's committed messages, each once, for applications outside consumers.
+
+A Sequencer runs over a read of uncommitted envelopes: pending messages are
+held back until their producer's ACK commits them, rolled-back ones never
+appear, duplicates are dropped, and ACK envelopes themselves are skipped.
+Replays of spans that left the sequencer's ring are read with a bounded
+second reader. State is in memory, so a new iterator from offset 0 sees the
+journal from the start again; consumers keep the state in their checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from gazette_core.message.interfaces import Envelope
+from gazette_core.message.reader import NewMessage, read_uncommitted
+from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
+from gazette_core.message.uuid import Flags, get_flags
+
+if TYPE_CHECKING:
+    from gazette_core.broker.client.routing import JournalClient
+
+
+async def read_committed(
+    client: JournalClient, journal: str, new_message: NewMessage, *, offset: int = 0,
+    block: bool = True, ring_size: int = 8192,
+) -> AsyncIterator[Envelope]:
+    """Committed envelopes of `journal` from `offset`; non-blocking reads end at the head."""
+    sequencer = Sequencer(ring_size=ring_size)
+    async for env in read_uncommitted(client, journal, offset, new_message, block=block):
+        outcome = sequencer.queue_uncommitted(env)
+        if outcome not in COMMIT_OUTCOMES:
+            continue
+        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+            name, begin, end = sequencer.replay_range()
+            sequencer.start_replay(read_uncommitted(client, name, begin, new_message, end=end))
+        while await sequencer.step():
+            committed = sequencer.dequeued
+            assert committed is not None
+            if get_flags(committed.message.get_uuid()) != Flags.ACK_TXN:
+                yield committed

@@ -1,0 +1,90 @@
+"""Read a journal as uncommitted message envelopes (no sequencing: see sequencer.py).
+
+The journal's spec (looked up with List) names its framing by the
+`content-type` label and is handed to `new_message` for each record, so an
+application can pick the message type per journal. Each Envelope carries the
+exact offsets [begin, end) of its record. Reads survive broker restarts
+(RetryReader); should the broker jump over content (it was pruned), reading
+resumes at the next record after the jump and a warning says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+from google.protobuf.message import DecodeError
+
+from gazette_core.broker.client.journals import list_journals
+from gazette_core.broker.client.retry_reader import RetryReader
+from gazette_core.broker.client.routing import target_for
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import GazetteError
+from gazette_core.message.framing import Framing, journal_framing
+from gazette_core.message.interfaces import Envelope, Message
+from gazette_core.message.splitter import Splitter
+
+if TYPE_CHECKING:
+    from gazette_core.broker.client.routing import JournalClient
+
+log = logging.getLogger(__name__)
+
+NewMessage = Callable[[pb.JournalSpec], Message]
+
+
+class MessageDecodeError(GazetteError):
+    """A record could not be decoded (or ended early) at a journal offset."""
+
+
+async def journal_spec(client: JournalClient, journal: str) -> pb.JournalSpec:
+    """The current spec of `journal`; GazetteError when no such journal exists."""
+    selector = pb.LabelSelector(include=pb.LabelSet(labels=[pb.Label(name="name", value=journal)]))
+    resp = await list_journals(target_for(client, journal, primary=False).stub, selector)
+    for entry in resp.journals:
+        if entry.spec.name == journal:
+            return entry.spec
+    raise GazetteError(f"journal {journal!r} does not exist")
+
+
+def _splitter(framing: Framing, journal: str, base: int) -> Splitter:
+    splitter = framing.splitter()
+    splitter.base, splitter.label = base, journal
+    return splitter
+
+
+async def read_uncommitted(
+    client: JournalClient, journal: str, offset: int, new_message: NewMessage,
+    *, end: int | None = None, block: bool = True,
+) -> AsyncIterator[Envelope]:
+    """Envelopes of `journal` from `offset` (-1: the write head) up to `end` if given.
+
+    A blocking read without `end` never ends; a non-blocking one ends at the
+    write head. A record cut short by the end of the read raises
+    MessageDecodeError (appends are whole records, so it means corruption).
+    """
+    spec = await journal_spec(client, journal)
+    framing = journal_framing(spec)
+    request = pb.ReadRequest(journal=journal, offset=offset, block=block, end_offset=end or 0)
+    splitter = _splitter(framing, journal, offset)
+    async with RetryReader(client, request) as reader:
+        async for chunk in reader:
+            start = reader.offset - len(chunk)
+            expected = splitter.position + splitter.pending
+            if start != expected:
+                if expected >= 0:  # Not merely the write head that -1 resolved to.
+                    log.warning("reading %s jumped from offset %d to %d (%d bytes of a "
+                                "partial record dropped)", journal, expected, start,
+                                splitter.pending)
+                splitter = _splitter(framing, journal, start)
+            for begin, record in splitter.feed_spans(chunk):
+                try:
+                    msg = framing.unmarshal(record, new_message(spec))
+                except (ValueError, TypeError, DecodeError) as err:
+                    raise MessageDecodeError(
+                        f"{journal} offset {begin}: cannot decode message: {err}") from err
+                yield Envelope(journal, begin, begin + len(record), msg)
+    if splitter.pending:
+        raise MessageDecodeError(
+            f"{journal} offset {splitter.position}: unexpected end of read inside a "
+            f"{splitter.pending}-byte partial record")

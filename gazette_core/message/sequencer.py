@@ -1,0 +1,231 @@
+"""Sequencer: turn a read of uncommitted messages into committed ones, exactly once.
+
+Messages are queued in read order with `queue_uncommitted`, which tells
+what became of each (QueueOutcome, one per row of consumer.md 7.3's table).
+Pending (CONTINUE_TXN) messages wait, per journal and producer, until an
+ACK_TXN of that producer commits those with clocks up to its own and rolls
+back the rest. After a commit-type outcome, `step()` hands out the committed
+messages one by one as `dequeued`, the committing envelope (an ACK, or the
+OUTSIDE_TXN message itself) last; ACK envelopes are handed out too.
+
+Pending messages are kept in a ring of `ring_size`. An ACK whose span has
+(partly) left the ring, or began before a restart, needs a replay: the
+caller reads `replay_range()` from the journal and passes the envelopes to
+`start_replay()`; duplicates in it are filtered by clock.
+
+Offsets (`read_through`) move past ignored and pending messages at once,
+but past a committing envelope only once its whole sequence was stepped
+through, so a checkpoint taken mid-sequence makes a restarted reader see the
+ACK again and emit the rest. `checkpoint()` records offsets and producer
+states (last_ack, begin) in a consumer Checkpoint, and a Sequencer seeded
+from one continues where it left off.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import AsyncIterator, Iterable
+
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.message.interfaces import Envelope
+from gazette_core.message.sequence import Dequeue, Producer, Ring
+from gazette_core.message.uuid import Flags, get_clock, get_flags, get_producer_id
+
+log = logging.getLogger(__name__)
+
+CLOCK_PER_SECOND = 10_000_000 << 4  # 100 ns units, above the 4 counter bits.
+
+
+class QueueOutcome(enum.Enum):
+    OUTSIDE_ALREADY_ACKED = "outside_already_acked"
+    OUTSIDE_COMMIT = "outside_commit"
+    CONTINUE_ALREADY_ACKED = "continue_already_acked"
+    CONTINUE_TXN_CLOCK_LARGER = "continue_txn_clock_larger"
+    CONTINUE_BEGIN_SPAN = "continue_begin_span"
+    CONTINUE_EXTEND_SPAN = "continue_extend_span"
+    ACK_ROLLBACK = "ack_rollback"
+    ACK_EMPTY = "ack_empty"
+    ACK_COMMIT_RING = "ack_commit_ring"
+    ACK_COMMIT_REPLAY = "ack_commit_replay"
+
+
+# Outcomes after which step() hands out committed messages.
+COMMIT_OUTCOMES = frozenset({
+    QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
+    QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY,
+})
+
+
+class Sequencer:
+    def __init__(self, checkpoint: cpb.Checkpoint | None = None, ring_size: int = 8192) -> None:
+        self._ring = Ring(ring_size)
+        self._producers: dict[tuple[str, bytes], Producer] = {}
+        self._offsets: dict[str, int] = {}
+        self._pending: set[Producer] = set()  # Started or extended since the last checkpoint.
+        self._dequeue: Dequeue | None = None
+        self.dequeued: Envelope | None = None
+        if checkpoint is not None:
+            self._seed(checkpoint)
+
+    def _seed(self, checkpoint: cpb.Checkpoint) -> None:
+        for journal, source in checkpoint.sources.items():
+            self._offsets[journal] = source.read_through
+            for entry in source.producers:
+                last_ack = entry.state.last_ack
+                self._producers[(journal, bytes(entry.id))] = Producer(
+                    journal, bytes(entry.id), last_ack, last_ack, entry.state.begin)
+
+    def queue_uncommitted(self, env: Envelope) -> QueueOutcome:
+        """Take the next envelope read from its journal; say what became of it."""
+        if self._dequeue is not None:
+            raise RuntimeError("queue_uncommitted() while a committed sequence is "
+                               "being dequeued: step() through it first")
+        u = env.message.get_uuid()
+        clock = get_clock(u)
+        if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
+            self._dequeue = Dequeue(None, env, 0)
+            return QueueOutcome.OUTSIDE_COMMIT
+        key = (env.journal, get_producer_id(u))
+        producer = self._producers.get(key)
+        if producer is None:
+            producer = self._producers[key] = Producer(env.journal, key[1], clock - 1, clock - 1)
+        flags = get_flags(u)
+        if flags == Flags.ACK_TXN:
+            return self._queue_ack(env, producer, clock)
+        if flags == Flags.CONTINUE_TXN:
+            return self._queue_continue(env, producer, clock)
+        return self._queue_outside(env, producer, clock)
+
+    def _queue_outside(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
+        if clock <= producer.min_clock:
+            self._offsets[env.journal] = env.end
+            return QueueOutcome.OUTSIDE_ALREADY_ACKED
+        if producer.begin != -1:
+            log.error("producer %s of %s mixes committed and uncommitted publishing; "
+                      "discarding its pending messages from offset %d",
+                      producer.producer.hex(), env.journal, producer.begin)
+            self._discard(producer)
+        self._dequeue = Dequeue(producer, env, clock)
+        return QueueOutcome.OUTSIDE_COMMIT
+
+    def _queue_continue(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
+        self._offsets[env.journal] = env.end
+        if clock <= producer.min_clock:
+            return QueueOutcome.CONTINUE_ALREADY_ACKED
+        if clock <= producer.max_clock:
+            return QueueOutcome.CONTINUE_TXN_CLOCK_LARGER
+        outcome = QueueOutcome.CONTINUE_EXTEND_SPAN
+        if producer.begin == -1:
+            producer.begin = env.begin
+            outcome = QueueOutcome.CONTINUE_BEGIN_SPAN
+        producer.max_clock = clock
+        self._ring.push(env, clock, producer)
+        self._pending.add(producer)
+        return outcome
+
+    def _queue_ack(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
+        if clock <= producer.min_clock:
+            if clock < producer.min_clock:
+                log.error("producer %s of %s acknowledged clock %d below its last ACK %d: "
+                          "its upstream checkpoint went backwards; messages after it will "
+                          "be processed again (at-least-once)", producer.producer.hex(),
+                          env.journal, clock, producer.min_clock)
+            self._discard(producer)
+            producer.reset(clock)
+            self._offsets[env.journal] = env.end
+            return QueueOutcome.ACK_ROLLBACK
+        if producer.begin == -1:
+            self._dequeue = Dequeue(producer, env, clock)
+            return QueueOutcome.ACK_EMPTY
+        ring = self._ring.chain(producer)
+        dequeue = Dequeue(producer, env, clock, ring)
+        self._dequeue = dequeue
+        if ring and ring[0][0].begin == producer.begin:
+            return QueueOutcome.ACK_COMMIT_RING
+        dequeue.replay = (env.journal, producer.begin, ring[0][0].begin if ring else env.begin)
+        return QueueOutcome.ACK_COMMIT_REPLAY
+
+    def _discard(self, producer: Producer) -> None:
+        """Drop the producer's open span (rolled back, or abandoned)."""
+        producer.reset(producer.min_clock)
+        self._pending.discard(producer)
+
+    def replay_range(self) -> tuple[str, int, int]:
+        """(journal, begin, end) to read for the ACK_COMMIT_REPLAY just queued."""
+        if self._dequeue is None or self._dequeue.replay is None:
+            raise RuntimeError("no committed sequence is waiting for a replay")
+        return self._dequeue.replay
+
+    def start_replay(self, envelopes: AsyncIterator[Envelope] | Iterable[Envelope]) -> None:
+        """Give the envelopes read from replay_range() (in order) to the sequence."""
+        if self._dequeue is None or self._dequeue.replay is None:
+            raise RuntimeError("no committed sequence is waiting for a replay")
+        self._dequeue.start_replay(envelopes)
+
+    async def step(self) -> bool:
+        """Finish the current `dequeued` (if any) and hand out the next committed envelope.
+
+        Returns False, with `dequeued` None, once the sequence is done.
+        """
+        dequeue = self._dequeue
+        if dequeue is None:
+            self.dequeued = None
+            return False
+        if self.dequeued is not None:
+            if dequeue.handed_final:
+                self._finish(dequeue)
+                return False
+            # Consumed: a restart from a checkpoint taken now resumes after it.
+            owner = dequeue.owner
+            assert owner is not None
+            owner.min_clock, owner.begin = dequeue.current_clock, self.dequeued.end
+        found = await dequeue.next_message()
+        if found is None:
+            dequeue.handed_final = True
+            self.dequeued = dequeue.final
+        else:
+            self.dequeued, dequeue.current_clock = found
+        return True
+
+    def _finish(self, dequeue: Dequeue) -> None:
+        if dequeue.owner is not None:
+            dequeue.owner.reset(dequeue.final_clock)
+            self._pending.discard(dequeue.owner)
+        self._offsets[dequeue.final.journal] = dequeue.final.end
+        self._dequeue = None
+        self.dequeued = None
+
+    def has_pending(self) -> bool:
+        """Whether any span was started or extended since the last checkpoint."""
+        return bool(self._pending)
+
+    def read_through(self) -> dict[str, int]:
+        return dict(self._offsets)
+
+    def checkpoint(self, horizon_s: float = 86400) -> cpb.Checkpoint:
+        """Offsets and producer states (sources only; ACK intents are the caller's).
+
+        Producers whose clock is more than `horizon_s` behind the newest
+        producer of the same journal are forgotten first.
+        """
+        self._prune(int(horizon_s * CLOCK_PER_SECOND))
+        cp = cpb.Checkpoint()
+        for journal, offset in self._offsets.items():
+            cp.sources[journal].read_through = offset
+        for (journal, pid), producer in sorted(self._producers.items()):
+            entry = cp.sources[journal].producers.add(id=pid)
+            entry.state.last_ack = producer.min_clock
+            entry.state.begin = producer.begin
+        self._pending.clear()
+        return cp
+
+    def _prune(self, horizon: int) -> None:
+        newest: dict[str, int] = {}
+        for producer in self._producers.values():
+            newest[producer.journal] = max(newest.get(producer.journal, 0), producer.max_clock)
+        busy = self._dequeue.owner if self._dequeue is not None else None
+        for key, producer in list(self._producers.items()):
+            if newest[producer.journal] - producer.max_clock > horizon and producer is not busy:
+                del self._producers[key]
+                self._pending.discard(producer)

@@ -1,0 +1,191 @@
+"""Each rule of the transaction loop (spec §7.2, Hard part 9) as its own scenario.
+
+A real broker and etcd, a JSON store recorded into a real recovery log, and a
+ShardReplica started as primary; commits are held (HeldCommits) or append
+responses delayed (Gate) to look at the loop while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.replica import ShardReplica
+from gazette_core.message.uuid import Flags
+from tests.consumer.runtime.apps import Counter, HeldCommits
+from tests.consumer.runtime.conftest import Rig
+from tests.consumer.runtime.support import (
+    OUT,
+    SOURCE,
+    Producer,
+    eventually,
+    out_messages,
+    shard_spec,
+)
+
+CONTINUE, ACK = Flags.CONTINUE_TXN, Flags.ACK_TXN
+# How long a test watches a loop that must not move (it would within milliseconds).
+QUIET_S = 0.3
+
+
+async def primary(rig: Rig, app: Any, **spec: Any) -> tuple[ShardReplica, HeldCommits]:
+    replica = await rig.replica(rig.host(app), shard_spec(**spec), "a", 0)
+    await replica.wait_ready()
+    return replica, app.stores[-1]
+
+
+async def test_commit_waits_for_pending_appends(rig: Rig) -> None:
+    app = Counter()
+    _, store = await primary(rig, app)
+    rig.gate.close(OUT)  # Appends to OUT commit at the broker; we learn of it late.
+    await rig.producer.committed(1)
+    await eventually(lambda: store.started == 1, what="the commit to start")
+    wait_for = store.wait_fors[0]
+    assert wait_for is not None
+    await eventually(lambda: rig.gate.held == 1, what="the published append")
+    await asyncio.sleep(QUIET_S)
+    assert store.resolved == 0 and not wait_for.done() and not app.handles[0].done()
+    rig.gate.open()
+    await eventually(lambda: store.resolved == 1, what="the commit")
+    assert app.handles[0].done()
+
+
+async def test_acks_are_appended_only_after_the_commit(rig: Rig) -> None:
+    app = Counter()
+    _, store = await primary(rig, app)
+    store.hold.clear()
+    await rig.producer.committed(1)
+    await eventually(lambda: store.started == 1 and app.handles[0].done(),
+                     what="the commit to start behind the written message")
+    await asyncio.sleep(QUIET_S)
+    assert await out_messages(rig.stub) == [(CONTINUE, 10)]  # No ACK yet.
+    assert dict(store.checkpoints[0].ack_intents).keys() == {OUT}
+    store.hold.set()
+    await eventually(lambda: store.resolved == 1)
+    messages = await eventually(lambda: _with_acks(rig, 1), what="the ACK")
+    assert messages == [(CONTINUE, 10), (ACK, 0)]
+
+
+async def _with_acks(rig: Rig, count: int) -> list[tuple[int, int]] | None:
+    messages = await out_messages(rig.stub)
+    return messages if sum(f == ACK for f, _ in messages) >= count else None
+
+
+async def test_next_commit_waits_for_the_previous_acks(rig: Rig) -> None:
+    app = Counter()
+    _, store = await primary(rig, app)
+    store.hold.clear()
+    await rig.producer.committed(1)
+    await eventually(lambda: store.started == 1 and app.handles[0].done())
+    rig.gate.close(OUT)  # The ACK of transaction 1 will be pending.
+    store.hold.set()
+    await eventually(lambda: store.resolved == 1 and rig.gate.held == 1,
+                     what="the first commit and its ACK append")
+    await rig.producer.committed(2)
+    await eventually(lambda: app.consumed() == [1, 2], what="transaction 2 consuming")
+    await asyncio.sleep(QUIET_S)
+    assert store.started == 1  # Consumed, but not committing behind a pending ACK.
+    rig.gate.open()
+    await eventually(lambda: store.resolved == 2, what="the second commit")
+    assert app.transactions() == [[1], [2]]
+
+
+async def test_wait_for_ack_keeps_the_transaction_open_for_the_ack(rig: Rig) -> None:
+    app = Counter(publish=False)
+    _, store = await primary(rig, app)
+    await rig.producer.uncommitted(2)  # Pending: nothing to consume yet.
+    await Producer(rig.stub).committed(1)
+    await eventually(lambda: app.consumed() == [1])
+    await asyncio.sleep(QUIET_S)
+    assert store.started == 0  # Open while a sequence it read is pending.
+    await rig.producer.ack()
+    await eventually(lambda: store.resolved == 1)
+    assert app.transactions() == [[1, 2]]
+
+
+async def test_without_wait_for_ack_a_stall_commits(rig: Rig) -> None:
+    app = Counter(publish=False)
+    _, store = await primary(rig, app, disable_wait_for_ack=True)
+    await rig.producer.uncommitted(2)
+    await Producer(rig.stub).committed(1)
+    await eventually(lambda: store.resolved == 1, what="a commit without the ACK")
+    await rig.producer.ack()
+    await eventually(lambda: store.resolved == 2)
+    assert app.transactions() == [[1], [2]]
+
+
+async def test_max_duration_closes_a_transaction_waiting_for_an_ack(rig: Rig) -> None:
+    app = Counter(publish=False)
+    loop = asyncio.get_running_loop()
+    _, store = await primary(rig, app, max_s=0.5)
+    await rig.producer.uncommitted(2)  # Never acknowledged.
+    started = loop.time()
+    await Producer(rig.stub).committed(1)
+    await eventually(lambda: store.resolved == 1, what="the commit at max duration")
+    assert loop.time() - started >= 0.5
+    assert app.transactions() == [[1]]
+    assert store.checkpoints[0].sources[SOURCE].producers[0].state.begin >= 0  # Still open.
+
+
+async def test_min_duration_keeps_a_transaction_open(rig: Rig) -> None:
+    app = Counter(publish=False)
+    loop = asyncio.get_running_loop()
+    _, store = await primary(rig, app, min_s=2.0)
+    started = loop.time()
+    await rig.producer.committed(1)
+    await eventually(lambda: app.consumed() == [1])
+    await rig.producer.committed(2)
+    await eventually(lambda: store.resolved == 1, what="the commit at min duration")
+    assert loop.time() - started >= 2.0
+    assert app.transactions() == [[1, 2]]
+
+
+async def test_defer_to_next_transaction(rig: Rig) -> None:
+    app = Counter(publish=False, defer={2})
+    _, store = await primary(rig, app, min_s=1.0)
+    await rig.producer.committed(1, 2, 3)
+    await eventually(lambda: store.resolved >= 2 and app.consumed() == [1, 2, 3])
+    assert app.transactions()[0] == [1]
+    assert app.transactions()[1][0] == 2  # Offered again first.
+    first_commit = store.checkpoints[0].sources[SOURCE].read_through
+    assert first_commit < store.checkpoints[-1].sources[SOURCE].read_through
+
+
+async def test_deferring_the_first_message_fails_the_shard(rig: Rig) -> None:
+    app = Counter(publish=False, defer={1})
+    replica, store = await primary(rig, app)
+    await rig.producer.committed(1)
+    host = replica.host
+    status = await host.wait_status(replica.assignment.key, cpb.ReplicaStatus.FAILED)
+    assert "deferred the first message" in status.errors[0]
+    assert store.started == 0
+
+
+class AsyncCounter(Counter):
+    """Every hook a coroutine."""
+
+    async def begin_txn(self, shard: Any, store: Any) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().begin_txn(shard, store)
+
+    async def finalize_txn(self, shard: Any, store: Any,  # type: ignore[override]
+                           publisher: Any) -> None:
+        await asyncio.sleep(0)
+        super().finalize_txn(shard, store, publisher)
+
+    async def finished_txn(self, shard: Any, store: Any,  # type: ignore[override]
+                           commit: Any) -> None:
+        await asyncio.sleep(0)
+        super().finished_txn(shard, store, commit)
+
+
+async def test_async_application_methods(rig: Rig) -> None:
+    app = AsyncCounter()
+    replica, store = await primary(rig, app)
+    head = await rig.producer.committed(1, 2, 3)
+    read_through, publish_at = await replica.wait_read_through({SOURCE: head})
+    assert read_through[SOURCE] == head and OUT in publish_at
+    assert sorted(store.inner.state["seen"]) == [1, 2, 3]
+    kinds = [k for k, _ in app.events]
+    assert kinds[0] == "begin" and "finalize" in kinds and "finished" in kinds
