@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gazette_core.message.committed import read_committed
-
 from examples.specs import example_journals, example_shards
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -37,6 +35,7 @@ from gazette_core.consumer.store.interface import Store
 from gazette_core.consumer.store.json_file import JSONFileStore
 from gazette_core.consumer.store.sqlite import SQLiteStore
 from gazette_core.local import stack as local_stack
+from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import JSON_LINES, framing_for
 from gazette_core.message.interfaces import Envelope, JSONMessage, Message
 from gazette_core.message.uuid import Flags, get_flags

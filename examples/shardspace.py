@@ -18,7 +18,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from examples.local import default_consumer
 from gazette_core.broker.protocol.durations_ext import parse_duration
+from gazette_core.consumer.client import apply_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import validate_shard_spec
 
@@ -61,22 +63,22 @@ def load_shards(text: str) -> list[cpb.ShardSpec]:
     return specs
 
 
-def apply_request(specs: list[cpb.ShardSpec]) -> cpb.ApplyRequest:
+def upserts(specs: list[cpb.ShardSpec]) -> list[cpb.ApplyRequest.Change]:
     """Upsert every spec whatever its current revision (re-applying is safe)."""
-    return cpb.ApplyRequest(changes=[cpb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1)
-                                     for s in specs])
+    return [cpb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]
 
 
 async def _apply(address: str, specs: list[cpb.ShardSpec]) -> None:
-    from gazette_core.consumer.client import apply_shards
-    await apply_shards(address, apply_request(specs))
+    await apply_shards(address, upserts(specs))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.shardspace",
                                      description="Apply an example's shard YAML.")
     parser.add_argument("file", type=Path)
-    parser.add_argument("--consumer.address", dest="address", default="http://127.0.0.1:9000")
+    parser.add_argument("--consumer.address", dest="address", default=default_consumer(),
+                        help="Consumer endpoint (default: $CONSUMER_ADDRESS, else the local "
+                             "stack's first live consumer)")
     args = parser.parse_args(argv)
     specs = load_shards(args.file.read_text())
     asyncio.run(_apply(args.address, specs))

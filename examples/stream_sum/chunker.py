@@ -15,24 +15,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import secrets
 import time
 from dataclasses import dataclass
 
-from gazette_core.message.committed import read_committed
-from gazette_core.message.mapping import Partitions, modulo_mapping
-from gazette_core.message.publisher import Publisher
-
+from examples.local import default_broker
 from examples.stream_sum.messages import Chunk, Sum
 from examples.stream_sum.names import CHUNK_SIZE, CHUNK_TYPE, MESSAGE_TYPE, SUMS_JOURNAL
 from examples.stream_sum.tally import Tally
 from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.client.journals import fetch_write_head
-from gazette_core.broker.client.routing import JournalClient, Router
+from gazette_core.broker.client.routing import JournalClient, Router, target_for
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.message.committed import read_committed
+from gazette_core.message.mapping import Partitions, modulo_mapping
+from gazette_core.message.publisher import Publisher
 
 
 @dataclass
@@ -46,6 +45,12 @@ class Options:
     seed: int | None = None
 
 
+HELP = {"streams": "Streams to send", "concurrency": "Streams open at once",
+        "max_chunks": "Data chunks per stream, at most", "rate": "Chunks per second (0: no limit)",
+        "timeout": "Seconds to wait for the last sums", "settle":
+        "Seconds to keep reading after the last sum, for duplicates", "seed": "Random seed"}
+
+
 def chunk_selector() -> pb.LabelSelector:
     return pb.LabelSelector(include=pb.LabelSet(
         labels=[pb.Label(name=MESSAGE_TYPE, value=CHUNK_TYPE)]))
@@ -54,7 +59,8 @@ def chunk_selector() -> pb.LabelSelector:
 async def run(client: JournalClient, opts: Options) -> dict[str, int]:
     """Publish `opts.streams` streams and verify their sums; the JSON summary."""
     tally = Tally()
-    start = await fetch_write_head(client, SUMS_JOURNAL)  # type: ignore[arg-type]
+    start = await fetch_write_head(target_for(client, SUMS_JOURNAL, primary=True).stub,
+                                   SUMS_JOURNAL)
     reading = asyncio.create_task(_read_sums(client, start, tally))
     try:
         await _publish(client, opts, tally)
@@ -118,13 +124,14 @@ async def _publish(client: JournalClient, opts: Options, tally: Tally) -> None:
 def _parse(argv: list[str] | None) -> tuple[str, Options]:
     parser = argparse.ArgumentParser(prog="python -m examples.stream_sum.chunker",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--broker.address", dest="address",
-                        default=os.environ.get("BROKER_ADDRESS", "http://127.0.0.1:8080"))
+    parser.add_argument("--broker.address", dest="address", default=default_broker(),
+                        help="Broker endpoint (default: $BROKER_ADDRESS, else the local stack's)")
     defaults = Options()
-    for name in ("streams", "concurrency", "max_chunks", "rate", "timeout", "settle", "seed"):
+    for name, text in HELP.items():
         value = getattr(defaults, name)
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=value,
-                            type=float if isinstance(value, float) else int)
+                            type=float if isinstance(value, float) else int,
+                            help=f"{text} (default: {value})")
     args = parser.parse_args(argv)
     opts = Options(**{k: v for k, v in vars(args).items() if k != "address"})
     return args.address, opts

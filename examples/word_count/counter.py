@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 import grpc
-from gazette_core.message.mapping import Partitions, modulo_mapping
-from gazette_core.message.publisher import Publisher
 
 from examples.word_count import api, ngrams
 from examples.word_count.messages import NGramCount
@@ -33,13 +31,14 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.store.interface import Store
 from gazette_core.consumer.store.sqlite import SQLiteStore
+from gazette_core.message.mapping import Partitions, modulo_mapping
+from gazette_core.message.publisher import Publisher
 from gazette_core.message.uuid import Flags, get_flags
 
 if TYPE_CHECKING:
     from gazette_core.consumer.app import InitArgs
-    from gazette_core.consumer.shard import Shard
-
     from gazette_core.consumer.recoverylog.recorder import Recorder
+    from gazette_core.consumer.shard import Shard
     from gazette_core.message.interfaces import Envelope, Message
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS counts (n_gram TEXT PRIMARY KEY, count INTEGER NOT NULL)"
