@@ -15,6 +15,7 @@ from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.store.interface import Store
+from gazette_core.consumer.store.sqlite import SQLiteStore
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.examples.app_support import (
     RecordingPublisher,
@@ -48,6 +49,11 @@ async def txn(app: Summer, shard: StandInShard, store: Store, chunks: list[Chunk
     return publisher
 
 
+async def _close(store: Store) -> None:
+    if isinstance(store, SQLiteStore):
+        await store.close()
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "json"])
 async def test_summer_sums_streams_across_transactions_and_recovery(
         kind: str, broker: Broker, stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
@@ -65,6 +71,7 @@ async def test_summer_sums_streams_across_transactions_and_recovery(
     second = await txn(app, shard, store, [Chunk.of("a", 3, b"")], 20)
     assert second.uncommitted == [Sum(id="a", seq_no=3,
                                       value=crc64.checksum(data[0] + data[2]))]
+    await _close(store)
     await recorder.stop()
 
     # Another process rebuilds the store from the log: b's running sum is there, a is done.
@@ -74,6 +81,7 @@ async def test_summer_sums_streams_across_transactions_and_recovery(
     assert (await store.restore_checkpoint()).sources[SOURCE].read_through == 20
     third = await txn(app, shard, store, [Chunk.of("b", 2, b""), Chunk.of("a", 1, data[0])], 30)
     assert third.uncommitted == [Sum(id="b", seq_no=2, value=crc64.checksum(data[1]))]
+    await _close(store)
     await recorder.stop()
 
 
@@ -90,4 +98,5 @@ async def test_summer_refuses_a_chunk_out_of_sequence(
     with pytest.raises(StreamSumError, match="stream a: chunk 3 after 1"):
         await app.consume_message(shard, store, envelope(SOURCE, Chunk.of("a", 3, b"y")),  # type: ignore[arg-type]
                                   publisher)  # type: ignore[arg-type]
+    await _close(store)
     await recorder.stop()
