@@ -22,10 +22,16 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.shard_api import ShardResolution
 from gazette_core.keyspace.keyspace import KeyValue
 from gazette_core.message.committed import read_committed
+from gazette_core.message.mapping import modulo_mapping
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.broker.support import create
-from tests.examples.app_support import RecordingPublisher, StandInShard, ack, envelope, \
-    start_recorder
+from tests.examples.app_support import (
+    RecordingPublisher,
+    StandInShard,
+    ack,
+    envelope,
+    start_recorder,
+)
 
 
 def test_ngrams_are_words_and_pairs_keyed_by_first_word() -> None:
@@ -94,7 +100,7 @@ async def test_counter_counts_publishes_and_answers_queries_for_its_shards(
         shard = StandInShard(spec)
         store = await app.new_store(shard, recorder)  # type: ignore[arg-type]
         publisher = RecordingPublisher()
-        for twice in range(2):
+        for _ in range(2):  # two transactions, the same deltas in each
             async for env in read_committed(stub, partition(i), lambda _: NGramCount(),
                                             block=False):
                 app.consume_message(shard, store, env, publisher)  # type: ignore[arg-type]
@@ -123,6 +129,5 @@ async def test_counter_counts_publishes_and_answers_queries_for_its_shards(
 def _journal_of(app: Counter, word: str) -> str:
     assert app._ready is not None
     partitions, _ = app._ready.result()
-    from gazette_core.message.mapping import modulo_mapping
     journal, _ = modulo_mapping(lambda _: word, partitions)(NGramCount())
     return journal
