@@ -64,11 +64,11 @@ async def serve_unassign(host: ShardHost, req: cpb.UnassignRequest) -> cpb.Unass
     """Answer one Unassign RPC; SHARD_NOT_FOUND if a named shard is missing or unauthorized."""
     validate_unassign_request(req)
     compares, ops, shards = [], [], []
-    for shard in req.shards:
+    for shard in dict.fromkeys(req.shards):  # each shard once, in request order
         if shard_spec(host, shard) is None or not id_visible(shard):
             return cpb.UnassignResponse(status=cpb.SHARD_NOT_FOUND)
         removals = _removals(host, shard, req.only_failed)
-        if removals and shard not in shards:
+        if removals:
             shards.append(shard)
         for entry in removals:
             compares.append(etcd_util.cmp_mod_revision(entry.kv.key, entry.kv.mod_revision))

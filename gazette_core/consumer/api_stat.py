@@ -4,7 +4,8 @@ A request without a header that lands on a non-primary is forwarded to the
 primary with the resolved header attached (and the caller's authorization);
 a forwarded request (it has a header) that lands on a non-primary is answered
 NOT_SHARD_PRIMARY rather than forwarded again. On the primary the host waits
-for the requested read-through offsets and returns the shard's progress.
+for the requested read-through offsets of the shard's source journals (others,
+and zero offsets, are ignored) and returns the shard's progress.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 from gazette_core.consumer.api_authz import id_visible
 from gazette_core.consumer.api_errors import ShardStatusError
+from gazette_core.consumer.api_hints import shard_spec
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_stat_request
 
@@ -33,6 +35,13 @@ async def resolve(host: ShardHost, shard: str, proxied: bool, header: object
     """`host.resolve`, which may be a plain function or a coroutine function."""
     res = host.resolve(shard, proxied_header=header if proxied else None)  # type: ignore[arg-type]
     return await res if inspect.isawaitable(res) else res
+
+
+def _source_offsets(host: ShardHost, req: cpb.StatRequest) -> dict[str, int]:
+    """The requested offsets worth waiting for: non-zero, of the shard's own sources."""
+    spec = shard_spec(host, req.shard)
+    sources = {source.journal for source in spec.sources} if spec is not None else set()
+    return {j: offset for j, offset in req.read_through.items() if j in sources and offset}
 
 
 async def serve_stat(host: ShardHost, req: cpb.StatRequest, caller_auth: Metadata
@@ -55,7 +64,7 @@ async def serve_stat(host: ShardHost, req: cpb.StatRequest, caller_auth: Metadat
         answer: cpb.StatResponse = await res.stub.Stat(forwarded, metadata=tuple(metadata))
         return answer
     try:
-        read_through, publish_at = await host.stat(res.replica, dict(req.read_through))
+        read_through, publish_at = await host.stat(res.replica, _source_offsets(host, req))
     except ShardStatusError as exc:
         return cpb.StatResponse(status=_status(exc.status), header=res.header)
     return cpb.StatResponse(status=cpb.OK, header=res.header, read_through=read_through,

@@ -67,7 +67,7 @@ def decode_replica_status(key: str, value: bytes) -> cpb.ReplicaStatus:
 
 
 def consumer_decoder(root: str) -> Callable[[str, bytes], object]:
-    """A KeySpace decoder for the consumer group keys under `root`."""
+    """A KeySpace decoder for the consumer group keys under `root` (no trailing "/")."""
 
     def decode(key: str, value: bytes) -> object:
         if key.startswith(root + keys.ASSIGN):

@@ -83,6 +83,7 @@ class ShardReplica:
         self._ended = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._stopped: asyncio.Future[None] | None = None
         if slot_of(assignment) == 0:
             self._promoted.set()
 
@@ -107,6 +108,11 @@ class ShardReplica:
 
         Then the recorder stops and the local directory is removed.
         """
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop())
+        await asyncio.shield(self._stopped)
+
+    async def _stop(self) -> None:
         self._stopping = True
         if self.loop is not None:
             self.loop.stop()
@@ -116,9 +122,9 @@ class ShardReplica:
             try:
                 await self._task
             except asyncio.CancelledError:
-                if (current := asyncio.current_task()) is not None and current.cancelling():
-                    raise
+                pass  # The replica's own task, cancelled above.
         await self._release()
+        self._ended.set()  # Also when never started.
 
     async def wait_ready(self) -> None:
         """Return once the store is restored (this replica is primary)."""
@@ -132,7 +138,7 @@ class ShardReplica:
             waiter.cancel()
             ended.cancel()
         if not self._ready.is_set():
-            raise ShardStoppedError(f"shard {self.shard.id} stopped before it was ready")
+            raise ShardStoppedError(shard=self.shard.id, detail="stopped before it was ready")
 
     async def wait_read_through(self, offsets: dict[str, int]
                                 ) -> tuple[dict[str, int], dict[str, int]]:
@@ -149,7 +155,7 @@ class ShardReplica:
             if all(read_through.get(j, 0) >= o for j, o in wanted.items()):
                 return read_through, publish_at
             if self._ended.is_set():
-                raise ShardStoppedError(f"shard {self.shard.id} stopped")
+                raise ShardStoppedError(shard=self.shard.id, detail="the primary loop ended")
             await self.shard.progressed()
 
     # The replica's life.
@@ -224,8 +230,8 @@ class ShardReplica:
             return None
         host, shard = self.host, self.shard
 
-        async def store(hints: Any) -> None:
-            await hints_store.store_primary_hints(
+        async def store(hints: Any) -> bool:
+            return await hints_store.store_primary_hints(
                 host.etcd, shard.spec, hints, shard.assignment.key,
                 shard.assignment.create_revision)
 

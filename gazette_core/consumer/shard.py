@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+# Raised when the primary loop ends while a caller waits; Stat answers SHARD_STOPPED.
+from gazette_core.consumer.api_errors import ShardStoppedError
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
+
+__all__ = ["Shard", "ShardStoppedError"]
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.append_service import AppendService
     from gazette_core.keyspace.keyspace import KeyValue
-
-
-class ShardStoppedError(Exception):
-    """The shard's primary loop ended (reassignment or failure) while a caller waited."""
 
 
 class Shard:

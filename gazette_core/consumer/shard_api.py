@@ -76,7 +76,8 @@ class ShardHost(Protocol):
 
     async def stat(self, replica: Any, read_through: dict[str, int]
                    ) -> tuple[dict[str, int], dict[str, int]]:
-        """(read_through, publish_at) once `read_through` is reached; ShardStoppedError
+        """(read_through, publish_at) once completed transactions reached `read_through`
+        (only the shard's source journals, non-zero offsets); ShardStoppedError
         (api_errors) when the primary loop stops meanwhile."""
         ...
 

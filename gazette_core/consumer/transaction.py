@@ -41,6 +41,7 @@ from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
 from gazette_core.message.uuid import Clock, new_producer_id
+from gazette_core.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from gazette_core.consumer.shard import Shard
@@ -53,6 +54,9 @@ DEFAULT_RING_SIZE = 1 << 13
 
 _COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
                       QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY})
+# Duplicates and rollbacks: read, but nothing to consume or commit.
+_SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED,
+                    QueueOutcome.ACK_ROLLBACK})
 
 
 class TxnError(Exception):
@@ -100,18 +104,20 @@ class TxnLoop:
 
     async def run(self) -> None:
         self.appender.start()
+        hints: asyncio.Task[None] | None = None
         self.shard.journal_client = self.appender
         try:
             # Before anything else is appended (spec §7.2 start-up, Hard part 9.5).
             self._prev = resend_ack_intents(self.appender, self.shard, self.checkpoint)
             self.channel.start(start_offsets(self.shard.spec, self.checkpoint))
+            if self.hints is not None:
+                hints = asyncio.get_running_loop().create_task(self.hints.run(), name="hints")
             while not self._stopping.is_set():
                 if not await self._transaction():
                     break
-                if self.hints is not None:
-                    await self.hints.maybe_store(self._prev)
             await self._prev.wait()
         finally:
+            await cancel_and_wait(hints)
             await self.channel.stop()
             if self._prev is not None and not self._prev.done():
                 self._prev.cancel()
@@ -204,7 +210,7 @@ class TxnLoop:
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
                                                   self.app.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
-        elif txn.began is None and self._prev_resolved():
+        elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
             # Nothing to commit for a duplicate or rollback: progress moves on directly,
             # so a Stat waiting for this offset does not hang.
             through = seq.read_through().get(item.journal)

@@ -17,6 +17,7 @@ from typing import Any
 
 from gazette_core.broker.client.append_service import AppendService, AsyncAppend
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.errors import GazetteError
 
 _Held = tuple[bytes, "asyncio.Future[Any]", bool]  # record, its future, batch-style?
 
@@ -83,15 +84,22 @@ class TxnAppendService(AppendService):
         held = self._held.pop(journal)
         failure: BaseException | None = None
         if waiter.cancelled():
-            failure = asyncio.CancelledError()
-        elif waiter.exception() is not None:
+            failure = GazetteError(f"the commit behind the ACK to {journal!r} was cancelled")
+        else:
             failure = waiter.exception()
-        if failure is not None:
-            for target in [future, *(f for _, f, _ in held)]:
-                if not target.done():
-                    target.set_exception(failure)
-                    target.add_done_callback(_retrieve)
-            return
+        try:
+            if failure is None:
+                self._append_held(journal, record, future, held)
+                return
+        except GazetteError as err:  # The service was stopped meanwhile.
+            failure = err
+        for target in [future, *(f for _, f, _ in held)]:
+            if not target.done():
+                target.set_exception(failure)
+                target.add_done_callback(_retrieve)
+
+    def _append_held(self, journal: str, record: bytes, future: asyncio.Future[Any],
+                     held: list[_Held]) -> None:
         ack = super().enqueue(journal, record)
         ack.future.add_done_callback(lambda s: _copy(s, future))
         for data, target, batch in held:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from gazette_core.message.interfaces import Envelope
 from gazette_core.message.reader import NewMessage, read_uncommitted
 from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
-from gazette_core.message.uuid import Flags, get_flags
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
@@ -35,8 +34,10 @@ async def read_committed(
         if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
             name, begin, end = sequencer.replay_range()
             sequencer.start_replay(read_uncommitted(client, name, begin, new_message, end=end))
+        # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
+        skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
         while await sequencer.step():
             committed = sequencer.dequeued
             assert committed is not None
-            if get_flags(committed.message.get_uuid()) != Flags.ACK_TXN:
+            if committed is not skip:
                 yield committed

@@ -99,10 +99,16 @@ class Partitions:
 
     async def _watch(self) -> None:
         stub = target_for(self._client, "", primary=False).stub
-        async for snapshot in watch_journals(stub, self.selector):
-            self._apply(snapshot)
+        try:
+            async for snapshot in watch_journals(stub, self.selector):
+                self.apply(snapshot)
+        except GazetteError as err:
+            # Publishing goes on with the last journals seen; say why they are frozen.
+            log.error("watch of partitions %s failed: %s", format_selector(self.selector), err)
+            raise
 
-    def _apply(self, snapshot: pb.ListResponse) -> None:
+    def apply(self, snapshot: pb.ListResponse) -> None:
+        """Use the journals of a List snapshot (the watch calls this for each one)."""
         specs = sorted((j.spec for j in snapshot.journals), key=lambda s: s.name)
         framings: list[Framing] = []
         usable: list[pb.JournalSpec] = []

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from gazette_core.message.interfaces import Envelope
-from gazette_core.message.uuid import Flags, get_clock, get_flags, get_producer_id
+from gazette_core.message.uuid import Flags, get_parts
 
 
 @dataclass(slots=True, eq=False)
@@ -131,10 +131,9 @@ class Dequeue:
                 await self.close()
                 self.replay = None
                 return None
-            u = env.message.get_uuid()
-            clock = get_clock(u)
+            clock, flags, producer = get_parts(env.message.get_uuid())
             # Replays re-read other producers' messages, and may repeat this one's.
-            if (get_producer_id(u) == owner.producer and get_flags(u) == Flags.CONTINUE_TXN
+            if (producer == owner.producer and flags == Flags.CONTINUE_TXN
                     and owner.min_clock < clock <= self.final_clock):
                 return env, clock
 

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Iterable
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.message.interfaces import Envelope
 from gazette_core.message.sequence import Dequeue, Producer, Ring
-from gazette_core.message.uuid import Flags, get_clock, get_flags, get_producer_id
+from gazette_core.message.uuid import Flags, get_parts
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +81,15 @@ class Sequencer:
         if self._dequeue is not None:
             raise RuntimeError("queue_uncommitted() while a committed sequence is "
                                "being dequeued: step() through it first")
-        u = env.message.get_uuid()
-        clock = get_clock(u)
+        clock, flags, producer_id = get_parts(env.message.get_uuid())
         if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
             self._dequeue = Dequeue(None, env, 0)
             return QueueOutcome.OUTSIDE_COMMIT
-        key = (env.journal, get_producer_id(u))
+        key = (env.journal, producer_id)
         producer = self._producers.get(key)
         if producer is None:
-            producer = self._producers[key] = Producer(env.journal, key[1], clock - 1, clock - 1)
-        flags = get_flags(u)
+            producer = self._producers[key] = Producer(env.journal, producer_id, clock - 1,
+                                                       clock - 1)
         if flags == Flags.ACK_TXN:
             return self._queue_ack(env, producer, clock)
         if flags == Flags.CONTINUE_TXN:

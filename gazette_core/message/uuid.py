@@ -64,7 +64,10 @@ def build_uuid(producer: bytes, clock: int, flags: int) -> uuid.UUID:
 
 
 def get_clock(u: uuid.UUID) -> int:
-    b = u.bytes
+    return _clock_of(u.bytes)
+
+
+def _clock_of(b: bytes) -> int:
     stamp = (int.from_bytes(b[0:4], "big") | int.from_bytes(b[4:6], "big") << 32
              | (int.from_bytes(b[6:8], "big") & 0x0FFF) << 48)
     return stamp << 4 | (b[8] >> 2 & 0xF)
@@ -76,3 +79,9 @@ def get_flags(u: uuid.UUID) -> int:
 
 def get_producer_id(u: uuid.UUID) -> bytes:
     return u.bytes[10:16]
+
+
+def get_parts(u: uuid.UUID) -> tuple[int, int, bytes]:
+    """(clock, flags, producer ID) of `u`, converting it to bytes once."""
+    b = u.bytes
+    return _clock_of(b), int.from_bytes(b[8:10], "big") & 0x3FF, b[10:16]

@@ -12,7 +12,11 @@ from gazette_core.broker.protocol.names_ext import quote, validate_journal_name
 from gazette_core.broker.protocol.validate_header_ext import validate_header, validate_route
 from gazette_core.broker.protocol.validate_spec_ext import within
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.protocol.shard_spec_ext import validate_shard_id, validate_shard_spec
+from gazette_core.consumer.protocol.shard_spec_ext import (
+    recovery_log,
+    validate_shard_id,
+    validate_shard_spec,
+)
 from gazette_core.consumer.protocol.status_ext import validate_replica_status
 from gazette_core.consumer.recoverylog.hints import validate_hints
 from gazette_core.errors import ValidationError
@@ -49,6 +53,14 @@ def validate_apply_change(msg: cpb.ApplyRequest.Change) -> None:
                 )
             with within("primary_hints"):
                 validate_hints(msg.primary_hints)
+            log = recovery_log(msg.upsert)
+            if msg.primary_hints.log != log:
+                # GetHints would refuse them, leaving the shard unable to recover.
+                raise ValidationError(
+                    "primary_hints.log",
+                    f"expected the shard's recovery log {quote(log)} "
+                    f"(got {quote(msg.primary_hints.log)})",
+                )
         return
     validate_shard_id(msg.delete, "delete")
     if expect <= 0 and expect != -1:

@@ -106,7 +106,8 @@ async def serving(etcd: aetcd.Client, suffixes: Sequence[str], journals: Any = N
                   interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
                   ) -> AsyncIterator[list[Process]]:
     """One served process per suffix, each with its member key and its own KeySpace."""
-    async with AsyncExitStack() as stack:
+    # Clients close before any server stops, so no open channel sees a GOAWAY.
+    async with AsyncExitStack() as stack, AsyncExitStack() as clients:
         out = []
         for suffix in suffixes:
             keyspace = await stack.enter_async_context(
@@ -122,8 +123,8 @@ async def serving(etcd: aetcd.Client, suffixes: Sequence[str], journals: Any = N
             await etcd.put(keys.member_key(ROOT, "zone", suffix).encode(),
                            member.SerializeToString())
             channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-            stack.push_async_callback(channel.close)
-            stack.push_async_callback(_close_all, host)
+            clients.push_async_callback(channel.close)
+            clients.push_async_callback(_close_all, host)
             out.append(Process(host, endpoint, cpb_grpc.ShardStub(channel)))
         yield out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import aetcd
 import grpc
+import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import label_set
@@ -144,5 +145,18 @@ async def test_wire_client_by_gazette_field_numbers(etcd: aetcd.Client) -> None:
             stat = _parse(await _call(channel, "Stat")(request))
             assert stat.get(1, [0]) == [0]
             assert [_parse(e) for e in stat[3]] == [{1: [b"in/journal"], 2: [40]}]  # type: ignore[arg-type]
+        finally:
+            await channel.close()
+
+
+async def test_undecodable_request_is_invalid_argument(etcd: aetcd.Client) -> None:
+    async with serving(etcd, ["cons-a"]) as (a,):
+        channel = grpc.aio.insecure_channel(a.endpoint.split("://")[1])
+        try:
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await _call(channel, "List")(b"\xff\xff\xff")
+            assert (info.value.code(), info.value.details()) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "undecodable request message for /consumer.Shard/List")
         finally:
             await channel.close()

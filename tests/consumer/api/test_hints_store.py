@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import aetcd
 import pytest
@@ -19,6 +20,7 @@ from gazette_core.consumer.hints_store import (
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.hints import decode_hints, encode_hints
+from gazette_core.keyspace.etcd_util import CHANNEL_OPTIONS
 from tests.consumer.api.specs import hints, shard
 
 SPEC = shard("group/shard-1", log_prefix="logs", hint_prefix="/hints", hint_backups=3)
@@ -159,3 +161,20 @@ async def test_rotation_retries_after_a_conflicting_write(
         assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 9), ASSIGN, revision)
     assert calls == 4  # read, failed write, read again, write
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 9), hints(LOG, 5), None]
+
+
+async def test_store_primary_hints_only_logs_when_etcd_is_unavailable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    down = aetcd.Client(host="127.0.0.1", port=port, options=CHANNEL_OPTIONS)
+    try:
+        async with asyncio.timeout(30):
+            stored = await store_primary_hints(down, SPEC, hints(LOG), ASSIGN, 1)
+    finally:
+        await down.close()
+    assert stored is False
+    assert any(r.levelname == "WARNING" and "storing primary hints: etcd is unavailable"
+               in r.getMessage() for r in caplog.records)

@@ -42,6 +42,12 @@ def _header(proc: Process, resp: cpb.ApplyResponse) -> pb.Header:
                      etcd=resp.header.etcd)
 
 
+def _unrouted(proc: Process) -> pb.Header:
+    """The unrouted header of `proc` as of its KeySpace (nothing was written)."""
+    return pb.Header(process_id=proc.host.process_id, route=pb.Route(primary=-1),
+                     etcd=proc.host.keyspace.header)
+
+
 async def _mod_revision(etcd: aetcd.Client, key: str) -> int:
     got = await etcd.get(key.encode())
     return int(got.mod_revision) if got is not None else 0
@@ -83,11 +89,11 @@ async def test_apply_compare_failures(etcd: aetcd.Client, stub: pb_grpc.JournalS
             other = shard("shard-new", log_prefix="", hint_prefix="")
             resp = await _apply(proc, Change(upsert=other), change)
             assert resp == cpb.ApplyResponse(status=cpb.ETCD_TRANSACTION_FAILED,
-                                              header=_header(proc, resp))
+                                              header=_unrouted(proc))
             assert await _mod_revision(etcd, keys.item_key(ROOT, "shard-new")) == 0
         resp = await _apply(proc, Change(delete="shard-one", expect_mod_revision=1))
         assert resp == cpb.ApplyResponse(status=cpb.ETCD_TRANSACTION_FAILED,
-                                          header=_header(proc, resp))
+                                          header=_unrouted(proc))
         # -1 skips the check.
         one.disable = True
         assert (await _apply(proc, Change(upsert=one, expect_mod_revision=-1))).status == cpb.OK
@@ -126,6 +132,9 @@ async def test_apply_writes_primary_hints_as_json(etcd: aetcd.Client,
          "delete (got 0)"),
         (Change(delete="shard-one", expect_mod_revision=-1, primary_hints=hints("a/log")),
          "changes[0].primary_hints: unexpected primary_hints with a delete"),
+        (Change(upsert=shard(), primary_hints=hints("recovery/logs/other")),
+         'changes[0].primary_hints.log: expected the shard\'s recovery log '
+         '"recovery/logs/shard-000" (got "recovery/logs/other")'),
         (Change(upsert=shard(log_prefix="", hint_prefix=""), primary_hints=hints("a/log")),
          "changes[0].primary_hints: unexpected primary_hints for a shard without a recovery "
          "log"),

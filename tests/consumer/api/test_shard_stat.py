@@ -150,3 +150,18 @@ async def test_invalid_stat_requests(etcd: aetcd.Client, req: cpb.StatRequest,
             await _stat(a, req)
         assert (info.value.code(), info.value.details()) == (grpc.StatusCode.INVALID_ARGUMENT,
                                                              message)
+
+
+async def test_stat_ignores_offsets_of_other_journals(etcd: aetcd.Client) -> None:
+    async with serving(etcd, ["cons-a"]) as (a,):
+        await put_shard(etcd, shard("shard-one", sources=("a/source", "b/source")))
+        await put_assignment(etcd, "shard-one", "cons-a", 0, RS(code=RS.PRIMARY))
+        await synced([a], etcd)
+        a.host.resolve("shard-one", proxied_header=None)
+        a.host.replicas["shard-one"].advance(a__source=7)
+        # Only a/source is waited for: b/source at 0 and a journal that is no source are not.
+        req = cpb.StatRequest(shard="shard-one", read_through={
+            "a/source": 7, "b/source": 0, "not/a-source": 1000})
+        async with asyncio.timeout(5):
+            resp = await _stat(a, req)
+        assert (resp.status, dict(resp.read_through)) == (cpb.OK, {"a/source": 7})

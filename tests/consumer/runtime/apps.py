@@ -41,12 +41,14 @@ class HeldCommits:
         self.resolved = 0  # commits that resolved
         self.wait_fors: list[Any] = []
         self.checkpoints: list[cpb.Checkpoint] = []
+        self.restored: cpb.Checkpoint | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     async def restore_checkpoint(self) -> cpb.Checkpoint:
-        return await self.inner.restore_checkpoint()  # type: ignore[no-any-return]
+        self.restored = await self.inner.restore_checkpoint()
+        return self.restored
 
     def start_commit(self, checkpoint: cpb.Checkpoint, wait_for: Any) -> Awaitable[None]:
         self.started += 1

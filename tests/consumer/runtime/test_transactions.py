@@ -8,11 +8,16 @@ responses delayed (Gate) to look at the loop while it waits.
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from typing import Any
 
+from gazette_core.broker.client.retry_reader import read_all
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica
-from gazette_core.message.uuid import Flags
+from gazette_core.keyspace import etcd_util
+from gazette_core.message.uuid import Flags, get_producer_id
+from tests.broker.support import append
 from tests.consumer.runtime.apps import Counter, HeldCommits
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
@@ -125,7 +130,8 @@ async def test_max_duration_closes_a_transaction_waiting_for_an_ack(rig: Rig) ->
     await eventually(lambda: store.resolved == 1, what="the commit at max duration")
     assert loop.time() - started >= 0.5
     assert app.transactions() == [[1]]
-    assert store.checkpoints[0].sources[SOURCE].producers[0].state.begin >= 0  # Still open.
+    producers = {bytes(p.id): p.state for p in store.checkpoints[0].sources[SOURCE].producers}
+    assert producers[rig.producer.id].begin >= 0  # Its sequence is still open.
 
 
 async def test_min_duration_keeps_a_transaction_open(rig: Rig) -> None:
@@ -189,3 +195,51 @@ async def test_async_application_methods(rig: Rig) -> None:
     assert sorted(store.inner.state["seen"]) == [1, 2, 3]
     kinds = [k for k, _ in app.events]
     assert kinds[0] == "begin" and "finalize" in kinds and "finished" in kinds
+
+
+async def test_recovered_ack_intents_are_sent_again_first(rig: Rig) -> None:
+    app_a = Counter()
+    a, store_a = await primary(rig, app_a)
+    await a.wait_read_through({SOURCE: await rig.producer.committed(1)})
+    await eventually(lambda: _with_acks(rig, 1), what="A's ACK")
+    await a.stop()  # Its last checkpoint holds the ACK intent of its last transaction.
+    await etcd_util.txn(rig.etcd, [], [etcd_util.delete_op(a.assignment.key)])
+    head = await rig.producer.committed(2)  # Ready for B the moment it reads.
+
+    app_b = Counter()
+    b = await rig.replica(rig.host(app_b), shard_spec(), "b", 0)
+    await b.wait_read_through({SOURCE: head})
+    lines = (await read_all(rig.stub, OUT)).splitlines()
+    assert lines[2] == lines[1] == store_a.checkpoints[-1].ack_intents[OUT].rstrip(b"\n")
+    assert [f for f, _ in await out_messages(rig.stub)][:4] == [CONTINUE, ACK, ACK, CONTINUE]
+    # Every primary incarnation publishes as a new producer.
+    assert _producer(lines[0]) != _producer(lines[3])
+
+
+def _producer(line: bytes) -> bytes:
+    return get_producer_id(uuid.UUID(json.loads(line)["uuid"]))
+
+
+async def test_a_sequence_longer_than_the_ring_is_replayed_from_the_journal(rig: Rig) -> None:
+    app = Counter(publish=False)
+    replica, store = await primary(rig, app, ring_buffer_size=2)
+    await rig.producer.uncommitted(1, 2, 3, 4, 5)
+    head = await rig.producer.ack()
+    await replica.wait_read_through({SOURCE: head})
+    assert app.consumed() == [1, 2, 3, 4, 5]
+    assert sorted(store.inner.state["seen"]) == [1, 2, 3, 4, 5]
+
+
+async def test_a_duplicate_moves_progress_without_a_transaction(rig: Rig) -> None:
+    app = Counter(publish=False)
+    replica, store = await primary(rig, app)
+    line = rig.producer.line(1, Flags.OUTSIDE_TXN)
+    await replica.wait_read_through({SOURCE: await append_raw(rig, line)})
+    head = await append_raw(rig, line)  # The same message again: already acknowledged.
+    read_through, _ = await replica.wait_read_through({SOURCE: head})
+    assert read_through[SOURCE] == head
+    assert app.consumed() == [1] and store.started == 1
+
+
+async def append_raw(rig: Rig, data: bytes) -> int:
+    return int((await append(rig.stub, SOURCE, data)).commit.end)
