@@ -15,7 +15,8 @@ from gazctl.usage import UsageError
 from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 
-app = typer.Typer(help="Run a local Gazette stack (etcd and brokers) in the background.",
+app = typer.Typer(help="Run a local Gazette stack (etcd, brokers and consumers) in the "
+                  "background.",
                   no_args_is_help=True)
 
 Dir = typer.Option(None, "--dir", help=f"Stack directory (default {local_stack.DEFAULT_DIR}).")
@@ -35,13 +36,21 @@ def up(directory: str | None = Dir,
        auth_keys: str | None = typer.Option(
            None, "--auth-keys", help="Base64 keys (comma separated) the brokers verify tokens "
            "with; kept for later restarts. `gazctl local env` exports them for gazctl."),
+       consumers: int = typer.Option(0, "--consumers", min=0, max=9,
+                                     help="Number of consumer processes running --app."),
+       consumer_app: str | None = typer.Option(
+           None, "--app", help="The consumers' application as package.module:Attr, imported "
+           "from the current directory; kept for later restarts."),
        ) -> None:
     """Start the stack, or restart any of its processes that is not running."""
     path = _stack_dir(directory)
     if zones > brokers:
         raise UsageError("--zones", f"{zones} zones need at least {zones} brokers "
                          f"(--brokers {brokers})")
-    stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3, auth_keys=auth_keys)
+    if consumer_app is not None and ":" not in consumer_app:
+        raise UsageError("--app", f"{consumer_app!r} is not package.module:Attr")
+    stack = local_stack.up(path, brokers=brokers, zones=zones, s3=s3, auth_keys=auth_keys,
+                           consumers=consumers, app=consumer_app)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
         http = f"  (HTTP {row['http']})" if row["http"] else ""
@@ -63,6 +72,8 @@ def env(directory: str | None = Dir) -> None:
     # Every broker: gazctl dials the first live one, so killing one leaves the rest usable.
     stdout.out(f"export BROKER_ADDRESS={','.join(b.endpoint for b in stack.brokers)}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
+    if stack.consumers:
+        stdout.out(f"export CONSUMER_ADDRESS={stack.consumers[0].endpoint}")
     # The brokers' --broker.file-root, for commands that reach file:// stores themselves.
     stdout.out(f"export BROKER_FILE_ROOT={shlex.quote(str(stack.directory / 'fragments'))}")
     if stack.auth_keys:
@@ -88,7 +99,8 @@ def status(directory: str | None = Dir, output: Format = OutputFormat(Format.tab
 
 @app.command()
 def down(directory: str | None = Dir) -> None:
-    """Stop brokers (they persist their spools first), then the S3 emulator and etcd."""
+    """Stop consumers (they hand off their shards), brokers (they persist their spools
+    first), then the S3 emulator and etcd."""
     path = _stack_dir(directory)
     for name, graceful in local_stack.down(path):
         stdout.print(f"stopped {name}" + ("" if graceful else " (killed after timeout)"),

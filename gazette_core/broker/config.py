@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-import os
 import socket
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+
+from gazette_core.server.flags import Flag, parse_flags
 
 
 @dataclass
@@ -53,7 +53,7 @@ class BrokerConfig:
 
 
 # (flag, field, type, environment variable, help)
-FLAGS: list[tuple[str, str, type, str, str]] = [
+FLAGS: list[Flag] = [
     ("--broker.host", "host", str, "BROKER_HOST", "Addressable, advertised hostname"),
     ("--broker.port", "port", int, "BROKER_PORT", "Service port for gRPC (0: any free)"),
     ("--broker.zone", "zone", str, "BROKER_ZONE", "Availability zone of this broker"),
@@ -114,31 +114,6 @@ POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_id
 
 def parse_args(argv: list[str]) -> BrokerConfig:
     """Parse `gazette serve` flags; each flag falls back to its environment variable."""
-    defaults = BrokerConfig()
-    parser = argparse.ArgumentParser(prog="gazette serve", description="Serve as a Gazette broker")
-    for flag, name, kind, env, text in FLAGS:
-        help_text = f"{text} [${env}] (default {getattr(defaults, name)!r})"
-        if kind is bool:
-            default = _env_bool(env, getattr(defaults, name))
-            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
-                                default=default, help=help_text)
-            continue
-        default = os.environ.get(env, getattr(defaults, name))
-        parser.add_argument(flag, dest=name, type=kind, default=kind(default), help=help_text)
-    ns = parser.parse_args(argv)
-    for flag, name, *_ in FLAGS:
-        # Zero would refuse every request body or spin the sweeper.
-        if name in POSITIVE and getattr(ns, name) <= 0:
-            parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
-    return BrokerConfig(**{f.name: getattr(ns, f.name) for f in fields(BrokerConfig)})
-
-
-def _env_bool(env: str, default: bool) -> bool:
-    value = os.environ.get(env)
-    if value is None or value == "":
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise SystemExit(f"gazette serve: ${env} must be true or false, not {value!r}")
+    # Zero would refuse every request body or spin the sweeper.
+    return parse_flags("gazette serve", "Serve as a Gazette broker", FLAGS, BrokerConfig, argv,
+                       POSITIVE)

@@ -19,7 +19,9 @@ LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
           "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
           "fatal": logging.CRITICAL}
 
-USAGE = "usage: gazette serve [flags]   (gazette serve --help lists them)"
+USAGE = ("usage: gazette serve [flags]       run a broker (gazette serve --help lists flags)\n"
+         "       gazette consumer [flags]    run a consumer application "
+         "(gazette consumer --help)")
 
 
 # Exit status of a broker that stopped because it lost its Etcd lease
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] == "consumer":
+        from gazette_core.consumer.main import main as consumer_main  # consumers only
+        return consumer_main(args[1:])
     if args[0] != "serve":
         print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2

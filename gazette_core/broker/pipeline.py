@@ -41,6 +41,8 @@ REPLICATE_METHOD = "/protocol.Journal/Replicate"
 ACK_TIMEOUT_S = 30.0
 # How long closing waits for peers to acknowledge the end of their streams.
 CLOSE_TIMEOUT_S = 5.0
+# How long a failed peer stream may take to report its final status.
+SETTLE_S = 1.0
 
 
 class PipelineError(GazetteError):
@@ -152,6 +154,8 @@ class Pipeline:
             return [t.result() for t in tasks]
         err = self._fail(f"{what}: {describe(failed[0])}" if failed
                          else f"{what}: no answer within {self.ack_timeout:g}s")
+        await _settle([p for p, t in zip(self.peers, tasks, strict=True)
+                       if t in done and t.exception() is not None])
         ended = [p for p in self.peers if p.call.done()]  # before the break cancels the rest
         self._break(tasks, err)
         if (full := await self._spool_full(ended)) is not None:
@@ -328,3 +332,19 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
     """Consume the outcome of an abandoned peer operation (it ends with its call)."""
     if not task.cancelled():
         task.exception()
+
+
+async def _settle(peers: list[_Peer]) -> None:
+    """Give the streams of peers whose operation failed a moment to deliver their status.
+
+    A failed write can come before the peer's final status (a write reports
+    only "Internal error from Core"); cancelling at once would lose why the
+    peer ended, e.g. the RESOURCE_EXHAUSTED of its full spool directory.
+    """
+    try:
+        async with asyncio.timeout(SETTLE_S):
+            for peer in peers:
+                await peer.call.code()
+    except TimeoutError:
+        pass
+

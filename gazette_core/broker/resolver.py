@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gazette_core.allocator.keys import parse_assign_key
+from gazette_core.allocator.routes import route_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.broker.protocol.validate_ext import strip_meta
@@ -146,18 +147,7 @@ class Resolver:
 
     def route_of(self, assignments: list[KeyValue]) -> pb.Route:
         """Route with members in key order, slot 0 as primary, endpoints from member specs."""
-        route = pb.Route(primary=-1)
-        for kv in assignments:
-            a = parse_assign_key(self.root, kv.key)
-            route.members.add(zone=a.zone, suffix=a.suffix)
-            if a.slot == 0:
-                route.primary = len(route.members) - 1
-            member = self.keyspace.get(f"{self.root}/members/{a.zone}#{a.suffix}")
-            spec = member.decoded if member is not None else None
-            route.endpoints.append(
-                spec.process_spec.endpoint if isinstance(spec, pb.BrokerSpec) else ""
-            )
-        return route
+        return route_of(self.keyspace, self.root, assignments)
 
     # -- local replicas -----------------------------------------------------
 

@@ -8,7 +8,6 @@ serve, announce the member under a lease, then watch and allocate.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from aetcd import rpc
 from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
+from gazette_core.allocator.drain import drain
 from gazette_core.allocator.keys import member_key
 from gazette_core.broker import keepalive, suspension
 from gazette_core.broker.config import BrokerConfig
@@ -250,19 +250,8 @@ class Broker:
         except GazetteError as exc:
             log.warning("could not mark this broker exiting: %s", exc)
             return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        count, progress_at = self._assignment_count(), loop.time()
-        while count and self._others_can_take() and loop.time() < deadline:
-            if loop.time() - progress_at > DRAIN_STALL_S:
-                log.warning("%d journal(s) could not be moved off this broker", count)
-                return  # the others lack capacity: waiting longer will not help
-            revision = self.keyspace.revision
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(1.0):
-                    await self.keyspace.wait_for_change(revision)
-            if self._assignment_count() < count:
-                count, progress_at = self._assignment_count(), loop.time()
+        await drain(self.keyspace, self._assignment_count, self._others_can_take, timeout,
+                    DRAIN_STALL_S, "journal(s)")
 
     def _assignment_count(self) -> int:
         return len(self.resolver.replicas)

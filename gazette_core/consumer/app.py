@@ -2,8 +2,9 @@
 
 Every method may be a plain function or a coroutine function: `call` awaits
 whatever comes back when it is awaitable, so one app can mix both styles.
-`new_message` is the exception: it runs on the read path once per message
-and must return the message directly.
+`new_message` runs on the read path once per record, where nothing can be
+awaited: an `async def new_message` is run to completion on the spot
+(`message_factory`), so it must not actually wait for anything.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Application(Protocol):
         """The shard's Store (or an awaitable of it); `recorder` is None without a log."""
 
     def new_message(self, spec: pb.JournalSpec) -> Any:
-        """A fresh, empty message for a record of journal `spec` (synchronous)."""
+        """A fresh, empty message for a record of journal `spec` (must not wait)."""
 
     def consume_message(self, shard: Shard, store: Store, envelope: Any, publisher: Any) -> Any:
         """Apply one committed message to the store; ACK envelopes arrive here too."""
@@ -80,3 +81,27 @@ async def call_optional(app: object, name: str, *args: Any) -> Any:
     if method is None:
         return None
     return await call(method, *args)
+
+
+def message_factory(app: Any) -> Callable[[pb.JournalSpec], Any]:
+    """`app.new_message` as a plain function, whether it was written sync or async."""
+    new_message = app.new_message
+
+    def make(spec: pb.JournalSpec) -> Any:
+        result = new_message(spec)
+        return _run_now(result) if inspect.isawaitable(result) else result
+
+    return make
+
+
+def _run_now(awaitable: Awaitable[T]) -> T:
+    """The result of an awaitable that completes without suspending."""
+    steps = awaitable.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    close = getattr(steps, "close", None)
+    if close is not None:
+        close()
+    raise TypeError("new_message must not wait for anything: it runs for every record read")

@@ -41,6 +41,7 @@ from gazette_core.consumer.txn_hints import HintsTimer
 if TYPE_CHECKING:
     import aetcd
 
+    from gazette_core.consumer.recoverylog.progress import Progress
     from gazette_core.consumer.recoverylog.recorder import Recorder
     from gazette_core.consumer.store.interface import Store
     from gazette_core.keyspace.keyspace import KeyValue
@@ -60,6 +61,9 @@ class ReplicaHost(Protocol):
 
     async def update_status(self, assignment_key: str, status: cpb.ReplicaStatus) -> None:
         """Max-merge `status` into the assignment under a ModRevision compare, retried."""
+
+    # Optional: `observe_txn(stats: TxnStats) -> None`, called as each transaction
+    # starts its commit (for per-shard metrics).
 
 
 def slot_of(assignment: KeyValue) -> int:
@@ -90,6 +94,11 @@ class ShardReplica:
     @property
     def assignment(self) -> KeyValue:
         return self.shard.assignment
+
+    @property
+    def playback(self) -> Progress | None:
+        """Recovery-log playback progress (bytes read, target head), while there is one."""
+        return None if self._playback is None else self._playback.player.progress
 
     def start(self) -> None:
         """Begin recovery in the background."""
@@ -221,7 +230,8 @@ class ShardReplica:
         await self._set_status(cpb.ReplicaStatus(code=Code.PRIMARY))
         self._ready.set()
         self.loop = TxnLoop(shard, host.app, store, host.journals, checkpoint,
-                            recovery_log=log_name, hints=self._hints_timer())
+                            recovery_log=log_name, hints=self._hints_timer(),
+                            observe=getattr(host, "observe_txn", None))
         if not self._stopping:
             await self.loop.run()
 

@@ -23,10 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gazette_core.consumer.app import DeferToNextTransaction, call, call_optional
+from gazette_core.consumer.app import (
+    DeferToNextTransaction,
+    call,
+    call_optional,
+    message_factory,
+)
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.txn_acks import TxnAppendService
 from gazette_core.consumer.txn_commit import (
@@ -64,11 +70,23 @@ class TxnError(Exception):
 
 
 @dataclass
+class TxnStats:
+    """What one transaction did, for metrics: messages and bytes consumed, and how long
+    it was open (first message to the start of its commit)."""
+
+    shard: str
+    messages: int
+    bytes: int
+    duration_s: float
+
+
+@dataclass
 class _Txn:
     began: float | None = None
     min_at: float = 0.0
     max_at: float = 0.0
     consumed: int = 0
+    bytes: int = 0
     reading: bool = True
     deferred: bool = False
 
@@ -82,17 +100,20 @@ class TxnLoop:
 
     def __init__(self, shard: Shard, app: Any, store: Store, client: Any,
                  checkpoint: cpb.Checkpoint, *, recovery_log: str = "",
-                 hints: HintsTimer | None = None) -> None:
+                 hints: HintsTimer | None = None,
+                 observe: Callable[[TxnStats], None] | None = None) -> None:
         self.shard, self.app, self.store, self.client = shard, app, store, client
         self.checkpoint = checkpoint
         self.recovery_log = recovery_log
         self.hints = hints
+        self.observe = observe
         self.appender = TxnAppendService(client)
         # A fresh producer per primary incarnation: a zombie's clock cannot collide.
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
         spec = shard.spec
         self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
-        self.channel = ReadChannel(client, app.new_message, spec.read_channel_size)
+        self.new_message = message_factory(app)
+        self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
         self._next: Any = None  # the dequeued envelope to consume next
         self._prev: Settled | None = None
@@ -208,7 +229,7 @@ class TxnLoop:
             if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
                 journal, begin, end = seq.replay_range()
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
-                                                  self.app.new_message, end=end))
+                                                  self.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
         elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
             # Nothing to commit for a duplicate or rollback: progress moves on directly,
@@ -233,6 +254,7 @@ class TxnLoop:
                 txn.deferred = True
                 return
             txn.consumed += 1
+            txn.bytes += envelope.end - envelope.begin
             self._next = seq.dequeued if await seq.step() else None
 
     async def _begin(self, txn: _Txn) -> None:
@@ -259,6 +281,9 @@ class TxnLoop:
         except BaseException as err:
             await call_optional(self.app, "finished_txn", self.shard, self.store, err)
             raise
+        if self.observe is not None and txn.began is not None:
+            duration = asyncio.get_running_loop().time() - txn.began
+            self.observe(TxnStats(self.shard.id, txn.consumed, txn.bytes, duration))
         acks = start_acks(self.appender, commit, intents)
         self._prev = Settled(self.shard, commit, acks, read_through_of(checkpoint))
         await call_optional(self.app, "finished_txn", self.shard, self.store, commit)

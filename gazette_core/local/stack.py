@@ -1,4 +1,4 @@
-"""The local stack behind `gazctl local`: etcd plus N brokers as background processes.
+"""The local stack behind `gazctl local`: etcd, N brokers and M consumers as background processes.
 
 State lives in `DIR/stack.json` (pids, ports, ids), logs in `DIR/logs/`, etcd
 data in `DIR/etcd/` and fragments in `DIR/fragments/` (the root of `file://`
@@ -6,7 +6,8 @@ stores). With `s3`, a moto S3 emulator runs beside them (see local/s3.py).
 Ports and broker ids are chosen once, so a restarted process keeps its
 identity and data. The most recently started stack is recorded in
 `~/.local/state/gazette/active-stack`, which lets later gazctl commands find
-a broker without flags.
+a broker without flags. Consumer processes are planned and started by
+local/consumers.py's rules.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 from gazette_core.allocator.keys import member_key
 from gazette_core.errors import GazetteError
+from gazette_core.local import consumers as local_consumers
 from gazette_core.local import etcd_http, processes
 from gazette_core.local import s3 as local_s3
 from gazette_core.local.probe import broker_serves
@@ -66,7 +68,8 @@ class Process:
 
     @property
     def marker(self) -> str:
-        return {"etcd": "etcd", "s3": local_s3.MARKER}.get(self.role, BROKER_MARKER)
+        return {"etcd": "etcd", "s3": local_s3.MARKER,
+                "consumer": local_consumers.MARKER}.get(self.role, BROKER_MARKER)
 
 
 @dataclass
@@ -77,6 +80,9 @@ class Stack:
     lease: int = LEASE_S
     # The brokers' --broker.auth-keys ("": no authorization).
     auth_keys: str = ""
+    # The consumers' application (package.module:Attr), and the directory it imports from.
+    app: str = ""
+    app_path: str = ""
 
     @property
     def etcd(self) -> Process:
@@ -85,6 +91,10 @@ class Stack:
     @property
     def brokers(self) -> list[Process]:
         return [p for p in self.processes if p.role == "broker"]
+
+    @property
+    def consumers(self) -> list[Process]:
+        return [p for p in self.processes if p.role == "consumer"]
 
     @property
     def s3(self) -> Process | None:
@@ -97,8 +107,8 @@ class Stack:
         return local_s3.store_url(self.s3.endpoint) if self.s3 is not None else None
 
     def save(self) -> None:
-        data = {"lease": self.lease, "auth_keys": self.auth_keys,
-                "processes": [asdict(p) for p in self.processes]}
+        data = {"lease": self.lease, "auth_keys": self.auth_keys, "app": self.app,
+                "app_path": self.app_path, "processes": [asdict(p) for p in self.processes]}
         tmp = self.directory / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(self.directory / STATE_FILE)
@@ -110,10 +120,12 @@ class Stack:
             return None
         data = json.loads(path.read_text())
         return cls(directory, [Process(**p) for p in data["processes"]],
-                   int(data.get("lease", LEASE_S)), str(data.get("auth_keys", "")))
+                   int(data.get("lease", LEASE_S)), str(data.get("auth_keys", "")),
+                   str(data.get("app", "")), str(data.get("app_path", "")))
 
     def status(self) -> list[dict[str, object]]:
-        return [{"role": p.role, "name": p.name, "zone": p.zone if p.role == "broker" else "",
+        return [{"role": p.role, "name": p.name,
+                 "zone": p.zone if p.role in ("broker", "consumer") else "",
                  "pid": p.pid, "endpoint": p.endpoint, "http": p.http,
                  "alive": processes.alive(p.pid, p.marker)}
                 for p in self.processes]
@@ -125,7 +137,7 @@ def resolve_dir(directory: str | None) -> Path:
 
 def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
        activate: bool = True, lease: int | None = None, s3: bool = False,
-       auth_keys: str | None = None) -> Stack:
+       auth_keys: str | None = None, consumers: int = 0, app: str | None = None) -> Stack:
     """Start (or restart the dead processes of) the stack in `directory`.
 
     With `activate`, later gazctl commands default to this stack's brokers.
@@ -134,7 +146,9 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     already running keep the lease they were started with. `s3` adds the S3
     emulator for good; brokers already running are restarted to get its
     credentials. `auth_keys` (kept like `lease`) turns authorization on for
-    brokers started from then on.
+    brokers started from then on. `consumers` processes run the application
+    `app` (package.module:Attr, kept like `lease`, imported from the current
+    directory); they start once the brokers serve.
     """
     if zones > brokers:
         raise StackError(f"{zones} zones need at least {zones} brokers, not {brokers}")
@@ -146,7 +160,12 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
     if auth_keys is not None:
         auth.parse_keys(auth_keys)  # bad keys fail here, not in every broker's log
         stack.auth_keys = auth_keys
+    if app is not None:
+        stack.app, stack.app_path = app, os.getcwd()
+    if consumers and not stack.app:
+        raise StackError("consumers need an application: pass --app package.module:Attr")
     added_s3 = _plan(stack, brokers, zones, s3)
+    _plan_consumers(stack, consumers, zones)
     stack.save()
     if not processes.alive(stack.etcd.pid, stack.etcd.marker):
         stack.etcd.pid = processes.spawn(_etcd_argv(stack), directory / "logs" / "etcd.log")
@@ -160,6 +179,10 @@ def up(directory: Path, brokers: int = 1, zones: int = 1, timeout: float = 60.0,
         _start_if_dead(stack, b)
     for b in stack.brokers:
         _wait(_ready(stack, b), timeout, b.name, directory / "logs" / f"{b.name}.log")
+    for c in stack.consumers:
+        _start_if_dead(stack, c)
+    for c in stack.consumers:
+        _wait(_ready(stack, c), timeout, c.name, directory / "logs" / f"{c.name}.log")
     if activate:
         _set_active(directory)
     return stack
@@ -179,6 +202,14 @@ def _plan(stack: Stack, brokers: int, zones: int, s3: bool) -> bool:
     for b in stack.brokers:
         b.http_port = b.http_port or free_port()  # stacks planned before the gateway lack one
     return added_s3
+
+
+def _plan_consumers(stack: Stack, consumers: int, zones: int) -> None:
+    """Give any missing consumer processes stable ports and names."""
+    for i in range(len(stack.consumers), consumers):
+        zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
+        stack.processes.append(Process("consumer", f"consumer-{i + 1}", free_port(), zone=zone,
+                                       http_port=free_port()))
 
 
 def _start_s3(stack: Stack, timeout: float) -> None:
@@ -232,12 +263,17 @@ def _broker_env(stack: Stack) -> dict[str, str]:
 
 
 def _start_if_dead(stack: Stack, b: Process) -> None:
-    if not processes.alive(b.pid, b.marker):
+    if processes.alive(b.pid, b.marker):
+        return
+    log = stack.directory / "logs" / f"{b.name}.log"
+    if b.role == "consumer":
+        local_consumers.forget_crashed(stack, b)
+        b.pid = processes.spawn(local_consumers.argv(stack, b), log,
+                                env=local_consumers.env(stack))
+    else:
         _forget_crashed(stack, b)
-        b.pid = processes.spawn(_broker_argv(stack, b),
-                                stack.directory / "logs" / f"{b.name}.log",
-                                env=_broker_env(stack))
-        stack.save()
+        b.pid = processes.spawn(_broker_argv(stack, b), log, env=_broker_env(stack))
+    stack.save()
 
 
 def _ready(stack: Stack, b: Process) -> Callable[[], bool]:
@@ -251,6 +287,8 @@ def _ready(stack: Stack, b: Process) -> Callable[[], bool]:
         if restarts and not processes.alive(b.pid, b.marker):
             restarts -= 1
             _start_if_dead(stack, b)
+        if b.role == "consumer":
+            return local_consumers.serves(b.endpoint, auth_keys=stack.auth_keys)
         return broker_serves(b.endpoint, auth_keys=stack.auth_keys)
     return ready
 
@@ -266,11 +304,13 @@ def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> No
 
 
 def down(directory: Path, timeout: float = 30.0) -> list[tuple[str, bool]]:
-    """Stop brokers (SIGTERM, so they persist spools), then the S3 emulator and etcd."""
+    """Stop consumers, then brokers (SIGTERM: they hand off shards and persist spools),
+    then the S3 emulator and etcd."""
     stack = Stack.load(directory)
     if stack is None:
         raise StackError(f"no local stack in {directory}")
-    results = [(b.name, processes.stop(b.pid, b.marker, timeout)) for b in stack.brokers]
+    results = [(p.name, processes.stop(p.pid, p.marker, timeout))
+               for p in [*stack.consumers, *stack.brokers]]
     if stack.s3 is not None:
         results.append(("s3", processes.stop(stack.s3.pid, stack.s3.marker, timeout)))
     results.append(("etcd", processes.stop(stack.etcd.pid, stack.etcd.marker, timeout)))

@@ -218,7 +218,12 @@ class AppendService:
             state.task = state.inflight = None
 
     async def _commit(self, journal: str, batch: _Batch) -> None:
-        """Append one batch, retrying retriable failures; settle its futures."""
+        """Append one batch, retrying retriable failures; settle its futures.
+
+        A batch that fails for good raises, which fails every batch queued
+        behind it too: whoever awaits the last batch of a journal (a commit
+        waiting on its transaction's appends) must see an earlier one fail.
+        """
         backoff = Backoff()
         while True:
             try:
@@ -228,11 +233,9 @@ class AppendService:
                 if err.retriable:
                     await backoff.wait()
                     continue
-                _fail(batch, err)
-                return
+                raise
             if resp.commit.end - resp.commit.begin != len(batch.buf):
-                _fail(batch, GazetteError(_mismatch(journal, resp.commit, len(batch.buf))))
-                return
+                raise GazetteError(_mismatch(journal, resp.commit, len(batch.buf)))
             _resolve(batch, resp.commit)
             return
 

@@ -84,6 +84,25 @@ async def test_non_retriable_status_fails_every_future_of_the_batch(
     assert fine.result() == pb.Fragment(journal="a/journal", begin=0, end=2)
 
 
+async def test_a_failed_batch_fails_the_batches_queued_behind_it(
+    broker: FakeBroker, stub: JournalAsyncStub
+) -> None:
+    # Whoever awaits a journal's last pending batch (a transaction's commit
+    # barrier) must learn that an earlier one failed.
+    broker.add_journal("a/journal")
+    broker.append_statuses = [pb.JOURNAL_NOT_FOUND]
+    async with AppendService(stub, max_batch_bytes=4) as service:
+        first = service.enqueue("a/journal", b"one;")
+        second = service.enqueue("a/journal", b"two;")
+        [last] = service.pending_except(None)
+        assert last is second
+        for batch in (first, second):
+            with pytest.raises(StatusError):
+                await batch
+        later = service.write("a/journal", b"three;")
+    assert later.result() == pb.Fragment(journal="a/journal", begin=0, end=6)
+
+
 async def test_write_requires_a_running_service(stub: JournalAsyncStub) -> None:
     service = AppendService(stub)
     with pytest.raises(GazetteError) as caught:

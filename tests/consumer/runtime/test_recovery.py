@@ -18,6 +18,7 @@ from tests.consumer.runtime.support import (
     HINTS,
     LOG_PREFIX,
     NDJSON,
+    OUT,
     SOURCE,
     Host,
     eventually,
@@ -56,6 +57,7 @@ async def test_standby_tails_from_hints_and_takes_over_the_committed_state(rig: 
     host_b, b = await start(rig, app_b, "b", 1)
     await host_b.wait_status(b.assignment.key, Code.STANDBY)
     assert [code for _, code in host_b.status_log] == [Code.BACKFILL, Code.STANDBY]
+    assert b.playback is not None and b.playback.bytes_read > 0 and b.playback.log == LOG
     await a.wait_read_through({SOURCE: await rig.producer.committed(5)})  # B tails this.
     a_dir = a.directory
     await a.stop()
@@ -102,14 +104,18 @@ async def test_a_crashed_primarys_half_transaction_is_not_recovered(rig: Rig) ->
     host_b, b = await start(rig, app_b, "b", 1)
     await host_b.wait_status(b.assignment.key, Code.STANDBY)
     store_a = app_a.stores[0]
-    store_a.hold.clear()  # Transaction 2 is consumed and written locally, never committed.
+    # Transaction 2 commits in A's local database, but its recording waits behind the
+    # message it published, whose append is held: none of it reaches the log.
+    rig.gate.close(OUT)
     await rig.producer.committed(2)
-    await eventually(lambda: store_a.started == 2, what="A's second commit to start")
+    await eventually(lambda: store_a.started == 2 and rig.gate.held == 1,
+                     what="A's second commit to wait on its published message")
     assert a._task is not None
     a._task.cancel()  # A dies here.
 
     await hand_over(host_b, a, b)
     await b.wait_ready()
+    rig.gate.open()
     restored = app_b.stores[0].restored
     assert restored is not None and restored.sources[SOURCE].read_through == first
     head = await rig.producer.committed(3)
@@ -213,3 +219,17 @@ async def test_a_stopped_standby_removes_its_directory(rig: Rig) -> None:
         raise AssertionError("a stopped standby became ready")
     except ShardStoppedError:
         pass
+
+
+async def test_primary_hints_are_written_on_a_timer_while_the_assignment_is_ours(
+        rig: Rig) -> None:
+    _, a = await start(rig, Counter(), "a", 0, hint_interval_s=0.05)
+    await a.wait_ready()  # Idle: no transaction runs, hints are written all the same.
+    await eventually(lambda: get_json(rig.etcd, PRIMARY_HINTS), what="primary hints")
+    # The assignment is re-created under the replica (a new CreateRevision)...
+    key = a.assignment.key
+    await etcd_util.txn(rig.etcd, [], [etcd_util.delete_op(key), etcd_util.delete_op(
+        PRIMARY_HINTS)])
+    await etcd_util.txn(rig.etcd, [], [etcd_util.put_op(key, b"")])
+    await asyncio.sleep(0.3)  # ...so no further hints write gets through.
+    assert await get_kv(rig.etcd, PRIMARY_HINTS) is None

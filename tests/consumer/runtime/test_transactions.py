@@ -18,7 +18,7 @@ from gazette_core.consumer.replica import ShardReplica
 from gazette_core.keyspace import etcd_util
 from gazette_core.message.uuid import Flags, get_producer_id
 from tests.broker.support import append
-from tests.consumer.runtime.apps import Counter, HeldCommits
+from tests.consumer.runtime.apps import Counter, HeldCommits, Num
 from tests.consumer.runtime.conftest import Rig
 from tests.consumer.runtime.support import (
     OUT,
@@ -169,7 +169,10 @@ async def test_deferring_the_first_message_fails_the_shard(rig: Rig) -> None:
 
 
 class AsyncCounter(Counter):
-    """Every hook a coroutine."""
+    """Every method a coroutine."""
+
+    async def new_message(self, spec: Any) -> Num:  # type: ignore[override]
+        return Num()
 
     async def begin_txn(self, shard: Any, store: Any) -> None:  # type: ignore[override]
         await asyncio.sleep(0)
@@ -195,6 +198,9 @@ async def test_async_application_methods(rig: Rig) -> None:
     assert sorted(store.inner.state["seen"]) == [1, 2, 3]
     kinds = [k for k, _ in app.events]
     assert kinds[0] == "begin" and "finalize" in kinds and "finished" in kinds
+    observed = replica.host.observed  # type: ignore[attr-defined]
+    assert sum(s.messages for s in observed) == 3 and sum(s.bytes for s in observed) == head
+    assert all(s.shard == "shard-000" and s.duration_s >= 0 for s in observed)
 
 
 async def test_recovered_ack_intents_are_sent_again_first(rig: Rig) -> None:
@@ -243,3 +249,12 @@ async def test_a_duplicate_moves_progress_without_a_transaction(rig: Rig) -> Non
 
 async def append_raw(rig: Rig, data: bytes) -> int:
     return int((await append(rig.stub, SOURCE, data)).commit.end)
+
+
+async def test_a_source_that_cannot_be_read_fails_the_shard(rig: Rig) -> None:
+    spec = shard_spec()
+    spec.sources[0].journal = "runtime/no-such-source"
+    host = rig.host(Counter())
+    replica = await rig.replica(host, spec, "a", 0)
+    status = await host.wait_status(replica.assignment.key, cpb.ReplicaStatus.FAILED)
+    assert "runtime/no-such-source" in status.errors[0]

@@ -1,0 +1,116 @@
+"""Consumer process configuration: `gazette consumer` flags and their environment variables.
+
+The flags follow Gazette's consumer boilerplate (`--consumer.*`, `--etcd.*`,
+`--broker.*`, `--log.level`); `--app` names the Python application object.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from gazette_core.server.flags import Flag, parse_flags
+
+# Gazette's consumer groups live under this prefix, followed by the application's name.
+PREFIX_BASE = "/gazette/consumers/"
+
+
+@dataclass
+class ConsumerConfig:
+    """Settings of one consumer process; field names follow the flag names."""
+
+    app: str = ""
+    host: str = ""
+    port: int = 8080
+    zone: str = "local"
+    id: str = ""
+    limit: int = 1024
+    max_hot_standbys: int = 3
+    http_port: int = 8081
+    data_dir: str = ""
+    hint_interval: float = 300.0
+    auth_keys: str = ""
+    server_cert_file: str = ""
+    server_cert_key_file: str = ""
+    server_ca_file: str = ""
+    broker_address: str = "http://localhost:8080"
+    broker_cert_file: str = ""
+    broker_cert_key_file: str = ""
+    broker_ca_file: str = ""
+    broker_auth_token: str = ""
+    etcd_address: str = "http://localhost:2379"
+    etcd_prefix: str = ""
+    etcd_lease: int = 20
+    log_level: str = "warn"
+
+    @property
+    def suffix(self) -> str:
+        return self.id or socket.gethostname()
+
+    @property
+    def hint_interval_s(self) -> float:
+        return self.hint_interval
+
+    @property
+    def root(self) -> str:
+        """The consumer group's Etcd root: --etcd.prefix, else Gazette's default for the app."""
+        if self.etcd_prefix:
+            return self.etcd_prefix.rstrip("/")
+        return PREFIX_BASE + (self.app.rpartition(":")[2] or "app")
+
+    def endpoint(self, port: int) -> str:
+        """The advertised URL: https when this consumer serves TLS."""
+        scheme = "https" if self.server_cert_file else "http"
+        return f"{scheme}://{self.host or socket.gethostname()}:{port}"
+
+
+FLAGS: list[Flag] = [
+    ("--app", "app", str, "CONSUMER_APP",
+     "The application object as package.module:Attr (a class is instantiated)"),
+    ("--consumer.host", "host", str, "CONSUMER_HOST", "Addressable, advertised hostname"),
+    ("--consumer.port", "port", int, "CONSUMER_PORT", "Service port for gRPC (0: any free)"),
+    ("--consumer.zone", "zone", str, "CONSUMER_ZONE", "Availability zone of this process"),
+    ("--consumer.id", "id", str, "CONSUMER_ID", "Unique ID of this process within its zone"),
+    ("--consumer.limit", "limit", int, "CONSUMER_LIMIT",
+     "Maximum shards (primaries and standbys) assigned to this process"),
+    ("--consumer.max-hot-standbys", "max_hot_standbys", int, "CONSUMER_MAX_HOT_STANDBYS",
+     "Cap on the hot standbys of any shard"),
+    ("--consumer.http-port", "http_port", int, "CONSUMER_HTTP_PORT",
+     "Port of /metrics and the application's HTTP routes (0: any free port, -1: none)"),
+    ("--consumer.data-dir", "data_dir", str, "CONSUMER_DATA_DIR",
+     "Directory of the shards' local stores (default: the system temp directory)"),
+    ("--consumer.hint-interval", "hint_interval", float, "CONSUMER_HINT_INTERVAL",
+     "Seconds between the primary's writes of its recovery-log hints"),
+    ("--consumer.auth-keys", "auth_keys", str, "CONSUMER_AUTH_KEYS",
+     "Base64 HMAC keys separated by whitespace or commas; the first signs this process's "
+     "requests to brokers and peers, any verifies. Empty: no authorization"),
+    ("--consumer.server-cert-file", "server_cert_file", str, "CONSUMER_SERVER_CERT_FILE",
+     "PEM certificate the server presents (turns on TLS)"),
+    ("--consumer.server-cert-key-file", "server_cert_key_file", str,
+     "CONSUMER_SERVER_CERT_KEY_FILE", "PEM key of --consumer.server-cert-file"),
+    ("--consumer.server-ca-file", "server_ca_file", str, "CONSUMER_SERVER_CA_FILE",
+     "PEM CA bundle; when set, clients must present a certificate it signed"),
+    ("--broker.address", "broker_address", str, "BROKER_ADDRESS",
+     "Broker endpoint (comma-separated for several)"),
+    ("--broker.cert-file", "broker_cert_file", str, "BROKER_CERT_FILE",
+     "PEM client certificate for https brokers"),
+    ("--broker.cert-key-file", "broker_cert_key_file", str, "BROKER_CERT_KEY_FILE",
+     "PEM key of --broker.cert-file"),
+    ("--broker.trusted-ca-file", "broker_ca_file", str, "BROKER_TRUSTED_CA_FILE",
+     "PEM CA bundle that verifies https brokers (default: the system pool)"),
+    ("--broker.auth-token", "broker_auth_token", str, "BROKER_AUTH_TOKEN",
+     "Bearer token for brokers, when --consumer.auth-keys does not sign for them"),
+    ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
+    ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX",
+     "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
+    ("--etcd.lease", "etcd_lease", int, "ETCD_LEASE", "Etcd lease TTL in seconds"),
+    ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
+]
+
+POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})
+
+
+def parse_args(argv: list[str]) -> ConsumerConfig:
+    """Parse `gazette consumer` flags; each flag falls back to its environment variable."""
+    return parse_flags("gazette consumer", "Run a Gazette consumer application", FLAGS,
+                       ConsumerConfig, argv, POSITIVE)

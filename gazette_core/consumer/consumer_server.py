@@ -1,0 +1,105 @@
+"""A consumer process's servers: gRPC (the Shard API plus the app's services) and HTTP.
+
+The gRPC server verifies tokens as brokers do when `--consumer.auth-keys` is
+set and serves TLS with a server certificate. The HTTP server serves
+`/metrics` and whatever routes the application adds. The application
+registers both kinds in `init_application`, before either server starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import grpc
+from aiohttp import web
+
+from gazette_core.broker import keepalive
+from gazette_core.broker.metrics import exposition
+from gazette_core.consumer.app import InitArgs, call
+from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
+from gazette_core.errors import GazetteError
+from gazette_core.server import auth
+from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
+from gazette_core.server.tls import server_credentials
+
+if TYPE_CHECKING:
+    from gazette_core.consumer.service import ConsumerService
+
+log = logging.getLogger(__name__)
+
+MAX_RECV = 4 * 1024 * 1024
+GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
+                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+                ("grpc.so_reuseport", 0)]
+
+
+class ConsumerServer:
+    """The gRPC and HTTP servers of one consumer process."""
+
+    def __init__(self, service: ConsumerService) -> None:
+        config = service.config
+        self.service = service
+        try:
+            self.keys = auth.parse_keys(config.auth_keys)
+        except auth.AuthError as exc:
+            raise auth.AuthError(f"--consumer.auth-keys: {exc}") from None
+        self.credentials = server_credentials(config.server_cert_file,
+                                              config.server_cert_key_file, config.server_ca_file)
+        self.grpc: grpc.aio.Server | None = None
+        self.http: web.Application | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.http_port = 0
+
+    async def start(self) -> None:
+        config = self.service.config
+        interceptors = [AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
+                                                    **SHARD_CAPABILITIES})] if self.keys else []
+        self.grpc = grpc.aio.server(options=[*GRPC_OPTIONS, *keepalive.server_options()],
+                                    interceptors=interceptors)
+        add_shard_servicer(self.grpc, self.service)
+        if config.http_port >= 0:
+            self.http = web.Application()
+            self.http.router.add_get("/metrics", _serve_metrics)
+        address = f"{config.host or '0.0.0.0'}:{config.port}"
+        self.port = (self.grpc.add_insecure_port(address) if self.credentials is None
+                     else self.grpc.add_secure_port(address, self.credentials))
+        await self._init_application()
+        await self.grpc.start()
+        if self.http is not None:
+            self._runner = web.AppRunner(self.http, access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, config.host or "0.0.0.0", config.http_port)
+            await site.start()
+            self.http_port = _bound_port(self._runner)
+
+    async def _init_application(self) -> None:
+        init = getattr(self.service.app, "init_application", None)
+        if init is None:
+            return
+        assert self.grpc is not None
+        args = InitArgs(self.service.config, self.grpc, self.service)
+        await call(init, args)
+        if args.http_routes and self.http is None:
+            raise GazetteError("the application adds HTTP routes, but --consumer.http-port "
+                               "is -1 (no HTTP server)")
+        if self.http is not None:
+            self.http.add_routes(args.http_routes)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self.grpc is not None:
+            await self.grpc.stop(grace=1.0)
+
+
+async def _serve_metrics(_: web.Request) -> web.Response:
+    body, content_type = exposition()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+def _bound_port(runner: web.AppRunner) -> int:
+    for address in runner.addresses:
+        return int(address[1])
+    return 0

@@ -1,0 +1,56 @@
+"""Command-line flags of server processes, each falling back to its environment variable.
+
+Brokers (`gazette serve`) and consumers (`gazette consumer`) describe their
+flags as (flag, field, type, environment variable, help) rows; this module
+turns such a table into a parsed config dataclass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import fields
+from typing import Any, TypeVar
+
+C = TypeVar("C")
+
+# (flag, field, type, environment variable, help)
+Flag = tuple[str, str, type, str, str]
+
+
+def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
+                argv: list[str], positive: frozenset[str] = frozenset()) -> C:
+    """Parse `argv` into a `config`; fields named in `positive` must be > 0."""
+    defaults: Any = config()
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for flag, name, kind, env, text in flags:
+        help_text = f"{text} [${env}] (default {getattr(defaults, name)!r})"
+        if kind is bool:
+            default = env_bool(prog, env, getattr(defaults, name))
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                                default=default, help=help_text)
+            continue
+        value = os.environ.get(env, getattr(defaults, name))
+        try:
+            default = kind(value)
+        except ValueError:
+            parser.error(f"${env} must be a {kind.__name__}, not {value!r}")
+        parser.add_argument(flag, dest=name, type=kind, default=default, help=help_text)
+    ns = parser.parse_args(argv)
+    for flag, name, *_ in flags:
+        if name in positive and getattr(ns, name) <= 0:
+            parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
+    return config(**{f.name: getattr(ns, f.name) for f in fields(config)  # type: ignore[arg-type]
+                     if hasattr(ns, f.name)})
+
+
+def env_bool(prog: str, env: str, default: bool) -> bool:
+    """A boolean environment variable: 1/true/yes/on or 0/false/no/off; else exit."""
+    value = os.environ.get(env)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SystemExit(f"{prog}: ${env} must be true or false, not {value!r}")

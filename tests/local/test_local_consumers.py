@@ -1,0 +1,102 @@
+"""`gazctl local up --consumers N --app MOD:ATTR`: consumer processes beside the brokers.
+
+They run the application against the stack's brokers and etcd, show up in
+`local status -o json` with role `consumer` and their endpoint, serve shards,
+and a SIGKILLed one is restarted by the next `up`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gazette_core.broker.client.channel import journal_stub
+from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.local import processes
+from gazette_core.local import stack as local_stack
+from tests.consumer.runtime.support import SOURCE, Producer, create_journals, shard_spec
+from tests.gazctl.support import gazctl, isolated_env, stop_stack
+
+APP = "tests.consumer.runtime.apps:Counter"
+
+
+@pytest.fixture
+def stack_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    directory = tmp_path / "stack"
+    try:
+        yield directory
+    finally:
+        stop_stack(directory)
+
+
+def up(directory: Path, *extra: str) -> None:
+    env = isolated_env(directory.parent / "state")
+    done = gazctl("local", "up", "--dir", str(directory), *extra, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def consumers(directory: Path) -> list[dict[str, object]]:
+    env = isolated_env(directory.parent / "state")
+    done = gazctl("local", "status", "--dir", str(directory), "-o", "json", env=env)
+    return [row for row in json.loads(done.stdout) if row["role"] == "consumer"]
+
+
+async def serve_one_shard(stack: local_stack.Stack) -> None:
+    """Create the app's journals and a shard; wait until its primary consumed a message."""
+    stub = journal_stub(stack.brokers[0].endpoint)
+    await create_journals(stub)
+    endpoint = stack.consumers[0].endpoint
+    await apply_shards(endpoint, [cpb.ApplyRequest.Change(
+        upsert=shard_spec("shard-000", max_s=0.2), expect_mod_revision=0)])
+    head = await Producer(stub).committed(1)
+    async with asyncio.timeout(60):
+        while not (await list_shards(endpoint)).shards[0].route.members:
+            await asyncio.sleep(0.1)
+        stat = await stat_shard(endpoint, "shard-000", {SOURCE: head}, timeout=50)
+    assert stat.read_through[SOURCE] >= head
+
+
+def test_consumers_run_the_app_and_are_restarted_by_up(stack_dir: Path) -> None:
+    up(stack_dir, "--consumers", "2", "--app", APP)
+    rows = consumers(stack_dir)
+    stack = local_stack.Stack.load(stack_dir)
+    assert stack is not None
+    assert [(r["name"], r["endpoint"], r["alive"]) for r in rows] == [
+        (c.name, c.endpoint, True) for c in stack.consumers]
+    assert [c.name for c in stack.consumers] == ["consumer-1", "consumer-2"]
+    asyncio.run(serve_one_shard(stack))
+
+    victim = stack.consumers[1]
+    os.kill(victim.pid, signal.SIGKILL)
+    up(stack_dir)  # the app is remembered
+    assert all(r["alive"] for r in consumers(stack_dir))
+    restarted = local_stack.Stack.load(stack_dir)
+    assert restarted is not None and restarted.consumers[1].pid != victim.pid
+    assert processes.alive(restarted.consumers[1].pid, restarted.consumers[1].marker)
+
+
+def test_consumers_without_an_app_are_refused_with_one_line(stack_dir: Path) -> None:
+    env = isolated_env(stack_dir.parent / "state")
+    done = gazctl("local", "up", "--dir", str(stack_dir), "--consumers", "1", env=env)
+    assert done.returncode == 1
+    assert done.stderr.decode().strip() == (
+        "error: consumers need an application: pass --app package.module:Attr")
+
+
+def test_env_exports_the_first_consumer(stack_dir: Path) -> None:
+    up(stack_dir, "--consumers", "1", "--app", APP)
+    stack = local_stack.Stack.load(stack_dir)
+    assert stack is not None
+    env = isolated_env(stack_dir.parent / "state")
+    done = gazctl("local", "env", "--dir", str(stack_dir), env=env)
+    assert f"export CONSUMER_ADDRESS={stack.consumers[0].endpoint}\n" in done.stdout.decode()
+
+
