@@ -83,6 +83,10 @@ class ConsumerHarness:
         self.consumers.append(consumer)
         return consumer
 
+    async def stop_consumer(self, consumer: InProcessConsumer) -> None:
+        """A graceful exit: its primaries move to their standbys before it leaves."""
+        await consumer.stop()
+
     @property
     def live(self) -> list[InProcessConsumer]:
         return [c for c in self.consumers if c.running]
@@ -267,5 +271,7 @@ async def consumer_harness(app_factory: Callable[[], Any], *, consumers: int = 1
                 await harness.add_consumer()
             yield harness
         finally:
+            # Torn down without hand-offs: a graceful exit waits for shards to move,
+            # which the last consumers cannot do. `stop_consumer` is the graceful one.
             for consumer in reversed(harness.consumers):
-                await consumer.stop()
+                await consumer.crash()
