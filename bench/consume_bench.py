@@ -174,7 +174,7 @@ async def failover(directory: Path) -> dict[str, float]:
         (takeover,) = await stack.takeovers([shard.id], victim, limit=FAILOVER_LEASE_S + 60)
         return {"failover_s": takeover.seconds, "failover_lease_s": float(FAILOVER_LEASE_S)}
     finally:
-        await stack.down()
+        await stack.kill_all()
 
 
 async def _standing_by(stack: StackConsumers, shard: str) -> None:

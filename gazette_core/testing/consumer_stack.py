@@ -60,7 +60,7 @@ class StackConsumers:
         return Router(journal_stub(self.stack.brokers[0].endpoint))
 
     def consumer_processes(self) -> list[local_stack.Process]:
-        return [p for p in self.stack.processes if p.role == "consumer"]
+        return self.stack.consumers
 
     def shard_stub(self) -> cpb_grpc.ShardStub:
         """A Shard API stub of the first live consumer."""
@@ -76,7 +76,20 @@ class StackConsumers:
                                 timeout=60, activate=False)
 
     async def down(self) -> None:
+        """`local down`: consumers hand off their shards, brokers persist their spools."""
         await asyncio.to_thread(local_stack.down, self.directory)
+
+    async def kill_all(self) -> None:
+        """SIGKILL every process of the stack (a fast teardown), and wait until all are gone."""
+        stack = local_stack.Stack.load(self.directory)
+        procs = stack.processes if stack else []
+        for p in procs:
+            if processes.alive(p.pid, p.marker):
+                os.kill(p.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(processes.alive(p.pid, p.marker) for p in procs):
+            assert time.monotonic() < deadline, "stack processes outlived SIGKILL"
+            await asyncio.sleep(0.05)
 
     async def apply_journals(self, specs: list[pb.JournalSpec]) -> None:
         changes = [pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]

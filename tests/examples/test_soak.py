@@ -40,7 +40,7 @@ async def test_sums_are_exactly_once_while_consumers_are_killed(tmp_path: Path) 
         kills = await _kill_repeatedly(stack, [s.id for s in shards], run)
         summary = await run
     finally:
-        await stack.down()
+        await stack.kill_all()
     assert kills >= 5
     assert summary == {"streams": 1000, "verified": 1000, "wrong": 0, "duplicated": 0,
                        "missing": 0}
@@ -56,7 +56,9 @@ async def _kill_repeatedly(stack: StackConsumers, shards: list[str],
         victim, _ = collections.Counter(primaries.values()).most_common(1)[0]
         moved = [s for s, p in primaries.items() if p == victim]
         await stack.kill(victim)
-        for takeover in await stack.takeovers(moved, victim, limit=LEASE_S + 5):
+        took = await stack.takeovers(moved, victim, limit=LEASE_S + 5)
+        print("killed", victim, [(t.shard, round(t.seconds, 2)) for t in took], flush=True)
+        for takeover in took:
             assert takeover.seconds <= LEASE_S + 5, takeover
         kills += 1
         await stack.restart_dead()
