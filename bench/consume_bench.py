@@ -24,11 +24,13 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from examples.specs import example_journals, example_shards
+from gazette_core.broker.client.channel import close_channels
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.store.interface import Store
@@ -47,6 +49,7 @@ LATENCY_SAMPLES = int(os.environ.get("BENCH_E2E_SAMPLES", "500"))
 FAILOVER_LEASE_S = 5
 SOURCE = "bench/consume/input"
 SCHEMA = "CREATE TABLE IF NOT EXISTS counts (k TEXT PRIMARY KEY, n INTEGER NOT NULL)"
+T = TypeVar("T")
 
 
 @dataclass
@@ -190,14 +193,22 @@ async def _standing_by(stack: StackConsumers, shard: str) -> None:
     raise AssertionError(f"{shard} never had a primary and a standby")
 
 
+async def _closing(work: Awaitable[T]) -> T:
+    """`work`, then the channels it dialed closed (before its event loop ends)."""
+    try:
+        return await work
+    finally:
+        await close_channels()
+
+
 def run(tmp: Path, floor_p50_ms: float | None = None) -> dict[str, float]:
     """Every figure, each stack in its own directory under `tmp`."""
     stack = local_stack.up(tmp / "consume", brokers=1, activate=False)
     try:
-        out = asyncio.run(measure(stack))
+        out = asyncio.run(_closing(measure(stack)))
     finally:
         local_stack.down(stack.directory)
-    out.update(asyncio.run(failover(tmp / "failover")))
+    out.update(asyncio.run(_closing(failover(tmp / "failover"))))
     if floor_p50_ms:
         out["e2e_p50_vs_floor"] = out["e2e_p50_ms"] / floor_p50_ms
     return {k: round(v, 3) for k, v in out.items()}
