@@ -4,15 +4,14 @@ Each shard takes every field it leaves unset from `common` (push-down), and the
 result is validated. Used by the examples' tests and to apply their shards to a
 running consumer:
 
-    python -m examples.shardspace examples/stream_sum/shards.yaml \
-        --consumer.address http://127.0.0.1:9000
+    python -m examples.shardspace apply examples/stream_sum/shards.yaml
+    python -m examples.shardspace status
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from ruamel.yaml import YAML
 
 from examples.local import default_consumer
 from gazette_core.broker.protocol.durations_ext import parse_duration
-from gazette_core.consumer.client import apply_shards
+from gazette_core.consumer.client import apply_shards, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import validate_shard_spec
 
@@ -72,17 +71,40 @@ async def _apply(address: str, specs: list[cpb.ShardSpec]) -> None:
     await apply_shards(address, upserts(specs))
 
 
+def status_lines(resp: cpb.ListResponse) -> list[str]:
+    """One line per shard: its id, then each replica's consumer and status, primary first."""
+    lines = []
+    for entry in resp.shards:
+        replicas = sorted(zip(entry.route.members, entry.status, strict=True),
+                          key=lambda r: -r[1].code)
+        shown = [f"{m.suffix}={cpb.ReplicaStatus.Code.Name(s.code)}" for m, s in replicas]
+        lines.append(f"{entry.spec.id:<20} {' '.join(shown) or '(unassigned)'}")
+    return lines
+
+
+async def _status(address: str) -> None:
+    for line in status_lines(await list_shards(address)):
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.shardspace",
-                                     description="Apply an example's shard YAML.")
-    parser.add_argument("file", type=Path)
+                                     description="Apply an example's shard YAML, or show "
+                                                 "where each shard runs.")
+    parser.add_argument("command", choices=["apply", "status"])
+    parser.add_argument("file", type=Path, nargs="?", help="Shard YAML (apply)")
     parser.add_argument("--consumer.address", dest="address", default=default_consumer(),
                         help="Consumer endpoint (default: $CONSUMER_ADDRESS, else the local "
                              "stack's first live consumer)")
     args = parser.parse_args(argv)
+    if args.command == "status":
+        asyncio.run(_status(args.address))
+        return 0
+    if args.file is None:
+        parser.error("apply needs the shard YAML file")
     specs = load_shards(args.file.read_text())
     asyncio.run(_apply(args.address, specs))
-    print(f"applied {len(specs)} shards", file=sys.stderr)
+    print(f"applied {len(specs)} shards")
     return 0
 
 
