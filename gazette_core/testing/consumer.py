@@ -37,6 +37,7 @@ from gazette_core.broker.protocol.durations_ext import from_seconds
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
+from gazette_core.errors import GazetteError
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import CONTENT_TYPE_LABEL, JSON_LINES
 from gazette_core.message.interfaces import Message
@@ -58,9 +59,8 @@ class HarnessError(AssertionError):
 class ConsumerHarness:
     """Helpers over a running etcd, broker and consumers; made by `consumer_harness`."""
 
-    def __init__(self, stack: AsyncExitStack, directory: Path, etcd_endpoint: str,
-                 broker_endpoint: str, app_factory: Callable[[], Any], lease_s: int) -> None:
-        self._stack = stack
+    def __init__(self, directory: Path, etcd_endpoint: str, broker_endpoint: str,
+                 app_factory: Callable[[], Any], lease_s: int) -> None:
         self.directory = directory
         self.etcd_endpoint = etcd_endpoint
         self.broker_endpoint = broker_endpoint
@@ -160,7 +160,7 @@ class ConsumerHarness:
         while True:
             try:
                 return await fetch_write_head(journal_stub(self.broker_endpoint), journal)
-            except Exception as err:
+            except GazetteError as err:  # not served yet: the allocator has not run
                 if time.monotonic() > deadline:
                     raise HarnessError(f"{journal} is not served: {err}") from err
                 await asyncio.sleep(0.05)
@@ -262,8 +262,8 @@ async def consumer_harness(app_factory: Callable[[], Any], *, consumers: int = 1
             broker = await stack.enter_async_context(running_broker(broker_config(
                 etcd_endpoint, str(directory / "fragments"), etcd_lease=lease_s)))
             broker_endpoint = broker.endpoint
-        harness = ConsumerHarness(stack, directory, etcd_endpoint, broker_endpoint,
-                                  app_factory, lease_s)
+        harness = ConsumerHarness(directory, etcd_endpoint, broker_endpoint, app_factory,
+                                  lease_s)
         harness._appender.start()
         stack.push_async_callback(harness._appender.stop)
         try:
