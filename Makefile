@@ -63,7 +63,7 @@ docs: $(STAMP)
 	$(PY) -m gazctl.reference_docs docs/reference
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gazette_core gazctl spark_jobs tests bench
+	$(VENV)/bin/ruff check gazette_core gazctl spark_jobs examples tests bench
 	$(VENV)/bin/mypy
 
 test: install lint

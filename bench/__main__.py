@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import allocator_bench, broker_bench, ceiling, recoverylog_bench
+from bench import allocator_bench, broker_bench, ceiling, consume_bench, recoverylog_bench
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.client.routing import Router
@@ -92,6 +92,9 @@ def main() -> None:
             result.update(asyncio.run(measure_r3(three.brokers[0].endpoint,
                                                  result["append_ceiling_mb_s"],
                                                  result["append_1k_floor_p50_ms"])))
+            local_stack.down(three.directory)
+            # Consumers on stacks of their own (consume_bench says which).
+            result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"]))
         finally:
             server.terminate()
             for name in ("single", "three"):
