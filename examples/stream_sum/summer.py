@@ -28,10 +28,9 @@ from gazette_core.message.interfaces import Envelope, Message
 from gazette_core.message.uuid import Flags, get_flags
 
 if TYPE_CHECKING:
+    from gazette_core.consumer.recoverylog.recorder import Recorder
     from gazette_core.consumer.shard import Shard
     from gazette_core.message.publisher import Publisher
-
-    from gazette_core.consumer.recoverylog.recorder import Recorder
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS sums (id TEXT PRIMARY KEY, seq_no INTEGER, value INTEGER)"
 _FINISHED = (-1, 0)  # a cached stream whose Sum went out: dropped from the store

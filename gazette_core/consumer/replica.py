@@ -135,6 +135,14 @@ class ShardReplica:
         await self._release()
         self._ended.set()  # Also when never started.
 
+    async def abort(self) -> None:
+        """Stop as a killed process would: no commit, no hand-off; local files removed."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._release()
+
     async def wait_ready(self) -> None:
         """Return once the store is restored (this replica is primary)."""
         if self._ready.is_set():

@@ -18,7 +18,7 @@ from gazette_core.allocator.keys import assign_key, item_key, parse_assign_key
 from gazette_core.allocator.routes import route_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.replica import ShardReplica
+from gazette_core.consumer.replica import ShardReplica, slot_of
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 
@@ -159,6 +159,17 @@ class ShardResolver:
 
     def local_assignment_key(self, shard: str, slot: int) -> str:
         return assign_key(self.root, shard, self.process_id.zone, self.process_id.suffix, slot)
+
+    def primaries(self) -> int:
+        """How many local replicas hold their shard's primary assignment."""
+        return sum(1 for r in self.replicas.values() if slot_of(r.assignment) == 0)
+
+    async def abort(self) -> None:
+        """Abort every local replica, as a killed process would (see ShardReplica.abort)."""
+        self._stopping = True
+        replicas, self.replicas = list(self.replicas.values()), {}
+        self._created.clear()
+        await asyncio.gather(*(r.abort() for r in replicas), return_exceptions=True)
 
     async def stop(self) -> None:
         """Stop every local replica (a primary finishes or abandons its transaction)."""

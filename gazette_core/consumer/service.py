@@ -260,6 +260,26 @@ class ConsumerService:
             await _quietly("revoking the lease", self.announcement.revoke())
         await self.etcd.close()
 
+    async def crash(self) -> None:
+        """Stop as if the process died: shards abort mid-transaction, with no hand-off.
+
+        For tests and harnesses. The lease is revoked at the end, so takeover
+        starts at once rather than one TTL later, as after a SIGKILL.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        self.keyspace.observers.remove(self.resolver.on_keyspace_update)
+        await self.resolver.abort()
+        if self.allocator is not None:
+            await _quietly("stopping the allocator", self.allocator.stop())
+        await _quietly("stopping the shard gauges", self.gauges.stop())
+        await self.server.stop()
+        await self.keyspace.stop()
+        if self.announcement is not None:
+            await _quietly("revoking the lease", self.announcement.revoke())
+        await self.etcd.close()
+
     async def _drain(self, timeout: float) -> None:
         assert self.announcement is not None
         try:
@@ -267,8 +287,10 @@ class ConsumerService:
         except GazetteError as exc:
             log.warning("could not mark this consumer exiting: %s", exc)
             return
-        await drain(self.keyspace, lambda: len(self.resolver.replicas), self._others_can_take,
-                    timeout, DRAIN_STALL_S, "shard(s)")
+        # Primaries move to standbys (or new members); standby assignments may stay
+        # where nobody else can take them: dropping them costs no availability.
+        await drain(self.keyspace, self.resolver.primaries, self._others_can_take,
+                    timeout, DRAIN_STALL_S, "primary shard(s)")
 
     def _others_can_take(self) -> bool:
         """Whether another member, not exiting and with capacity, exists to take our shards."""

@@ -10,7 +10,6 @@ allocator moves its shards at once.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -53,26 +52,7 @@ class InProcessConsumer:
         if not self.running:
             return
         self.running = False
-        service = self.service
-        service._stopped = True  # its stop() must not drain any more
-        # From here on, nothing reacts to assignments: the process is gone.
-        service.keyspace.observers.remove(service.resolver.on_keyspace_update)
-        replicas = list(service.resolver.replicas.values())
-        service.resolver.replicas = {}
-        tasks = [r._task for r in replicas if r._task is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for replica in replicas:
-            await replica._release()
-        if service.allocator is not None:
-            await service.allocator.stop()
-        await service.gauges.stop()
-        await service.server.stop()
-        await service.keyspace.stop()
-        if service.announcement is not None:
-            await service.announcement.revoke()
-        await service.etcd.close()
+        await self.service.crash()
 
     def shard_stub(self) -> cpb_grpc.ShardStub:
         return cpb_grpc.ShardStub(dial(self.endpoint))

@@ -250,3 +250,27 @@ async def test_stopping_does_not_wait_for_ever_on_a_commit_that_never_resolves(
     finally:
         store.hold.set()
     assert not service.resolver.replicas
+
+
+async def test_a_stopping_consumer_waits_for_its_primaries_to_move_not_its_standbys(
+        cluster: Cluster) -> None:
+    first = await cluster.start("cons-1", Counter())
+    await cluster.start("cons-2", Counter())
+    await apply_shards(first.endpoint, [cpb.ApplyRequest.Change(
+        upsert=shard_spec(SHARD, hot_standbys=1, max_s=0.2), expect_mod_revision=0)])
+
+    async def settled() -> cpb.ListResponse.Shard | None:
+        listed = await shard_listing(first.endpoint)
+        done = listed is not None and sorted(statuses(listed).values()) == [
+            Code.STANDBY, Code.PRIMARY]
+        return listed if done else None
+    listed = await until(settled, 30)
+    primary = listed.route.members[listed.route.primary].suffix
+    standby = "cons-2" if primary == "cons-1" else "cons-1"
+
+    # Nobody else can take the standby assignment; the primary stays where it is.
+    # Waiting on it would take the whole drain stall (DRAIN_STALL_S).
+    async with asyncio.timeout(service_module.DRAIN_STALL_S - 2):
+        await cluster.services[standby].stop(drain_timeout=60.0)
+    now = await shard_listing(cluster.services[primary].endpoint)
+    assert now is not None and statuses(now) == {primary: Code.PRIMARY}
