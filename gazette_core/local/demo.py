@@ -1,7 +1,9 @@
-"""`make demo`: start the local stack and show journals working end to end.
+"""`make demo`: start the local stack and show journals, then consumers, working end to end.
 
-Each step runs the real `gazctl` command and prints it first, so the output
-doubles as a tutorial. The stack is left running for you to explore. When the
+Each step runs the real `gazctl` (or example) command and prints it first, so
+the output doubles as a tutorial. The consumer part runs the stream_sum
+example: two consumer processes sum streams of chunks exactly once, and the
+chunker verifies every sum. The stack is left running for you to explore. When the
 stack has an S3 emulator (`gazctl local up --s3` earlier, or `--s3` here),
 the example journals are stored in its bucket instead of under the file root.
 """
@@ -17,13 +19,20 @@ from pathlib import Path
 from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "journals.yaml"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples" / "journals.yaml"
+STREAM_SUM = "examples/stream_sum"
 
 
 def gazctl(*args: str, stdin: bytes | None = None, head: int = 0) -> bytes:
     """Run gazctl, echoing the command line and its output (the first `head` lines if set)."""
-    print(f"\n$ gazctl {' '.join(args)}", flush=True)
-    proc = subprocess.run([sys.executable, "-m", "gazctl.main", *args], input=stdin,
+    return run(["gazctl", *args], ["-m", "gazctl.main", *args], stdin, head)
+
+
+def run(shown: list[str], argv: list[str], stdin: bytes | None = None, head: int = 0) -> bytes:
+    """Run `python argv`, shown as `shown`, echoing its output (the first `head` lines)."""
+    print(f"\n$ {' '.join(shown)}", flush=True)
+    proc = subprocess.run([sys.executable, *argv], input=stdin, cwd=ROOT,
                           capture_output=True, check=False)
     text = proc.stdout.decode(errors="replace")
     lines = text.splitlines(keepends=True)
@@ -32,7 +41,7 @@ def gazctl(*args: str, stdin: bytes | None = None, head: int = 0) -> bytes:
     sys.stdout.write(text)
     sys.stderr.write(proc.stderr.decode(errors="replace"))
     if proc.returncode != 0:
-        raise SystemExit(f"demo step failed: gazctl {' '.join(args)} (exit {proc.returncode})")
+        raise SystemExit(f"demo step failed: {' '.join(shown)} (exit {proc.returncode})")
     return proc.stdout
 
 
@@ -81,10 +90,24 @@ def main(argv: list[str] | None = None) -> None:
     print("\nwaiting for the first fragment to be persisted and listed...", flush=True)
     time.sleep(3)
     gazctl("journals", "fragments", "-l", "name=examples/clicks")
-    gazctl("local", "status")
     list_bucket()
+    consumers()
+    gazctl("local", "status")
     print("\nThe stack keeps running. Try `gazctl journals read -l topic=clicks -b` in one "
-          "terminal and appends in another;\n`gazctl local down` stops it.")
+          "terminal and appends in another,\nor kill a consumer (kill -9 PID) while "
+          "`python -m examples.stream_sum.chunker` runs;\n`gazctl local down` stops it all.")
+
+
+def consumers() -> None:
+    """Run the stream_sum example: consumers sum streams exactly once, the chunker checks."""
+    print("\nConsumers: two processes run examples.stream_sum:Summer, 8 shards with a hot "
+          "standby each.", flush=True)
+    gazctl("local", "up", "--consumers", "2", "--app", "examples.stream_sum:Summer")
+    gazctl("journals", "apply", "--specs", f"{STREAM_SUM}/journals.yaml")
+    run(["python", "-m", "examples.shardspace", "apply", f"{STREAM_SUM}/shards.yaml"],
+        ["-m", "examples.shardspace", "apply", f"{STREAM_SUM}/shards.yaml"])
+    run(["python", "-m", "examples.stream_sum.chunker", "--streams", "200"],
+        ["-m", "examples.stream_sum.chunker", "--streams", "200"])
 
 
 if __name__ == "__main__":
