@@ -7,30 +7,16 @@ EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import sys
 
 from gazette_core.broker.config import BrokerConfig, parse_args
 from gazette_core.broker.service import Broker
-from gazette_core.errors import GazetteError
-
-LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
-          "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
-          "fatal": logging.CRITICAL}
+from gazette_core.server.process import LeaseLostExit, run_process
 
 USAGE = ("usage: gazette serve [flags]       run a broker (gazette serve --help lists flags)\n"
          "       gazette consumer [flags]    run a consumer application "
          "(gazette consumer --help)")
-
-
-# Exit status of a broker that stopped because it lost its Etcd lease
-# (EX_TEMPFAIL): its spools are persisted and restarting it is all it takes.
-EXIT_LEASE_LOST = 75
-
-
-class LeaseLostExit(GazetteError):
-    """The broker lost its Etcd lease, persisted its spools and stopped."""
 
 
 async def serve(config: BrokerConfig) -> None:
@@ -66,17 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
     config = parse_args(args[1:])
-    logging.basicConfig(level=LEVELS.get(config.log_level.lower(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(serve(config))
-    except LeaseLostExit as exc:
-        print(f"gazette: {exc}", file=sys.stderr)
-        return EXIT_LEASE_LOST
-    except GazetteError as exc:
-        print(f"gazette: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_process("gazette", config.log_level, serve(config))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from gazette_core.broker.stores.health import HealthMonitor
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
-from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.statuses import describe
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
@@ -122,19 +122,9 @@ class Broker:
         return get_store(url, self.config.file_root, self.config.file_only)
 
     async def start(self) -> None:
-        self.etcd = await etcd_util.connect(self.config.etcd_address)
-        self.keyspace = KeySpace(self.etcd, self.root, broker_decoder(self.root))
-        try:
-            async with asyncio.timeout(ETCD_CONNECT_TIMEOUT_S):
-                await self.keyspace.load()
-        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError,
-                etcd_util.EtcdUnavailableError) as exc:
-            await self.etcd.close()
-            detail = (exc.details() if isinstance(exc, rpc.AioRpcError) else
-                      exc.detail if isinstance(exc, etcd_util.EtcdUnavailableError) else
-                      str(exc) or "timeout")
-            raise UnavailableError(
-                f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
+        self.etcd, self.keyspace = await connect_loaded(
+            self.config.etcd_address, self.root, broker_decoder(self.root),
+            ETCD_CONNECT_TIMEOUT_S)
         self.pulse = Pulse(self)
         self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica,
                                  self.pulse.route_changed)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import logging
 import signal
 import sys
 from typing import Any
@@ -18,20 +17,11 @@ from typing import Any
 from gazette_core.consumer.config import ConsumerConfig, parse_args
 from gazette_core.consumer.service import ConsumerService
 from gazette_core.errors import GazetteError
-
-LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
-          "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
-          "fatal": logging.CRITICAL}
-# Exit status of a consumer that stopped because it lost its Etcd lease (EX_TEMPFAIL).
-EXIT_LEASE_LOST = 75
+from gazette_core.server.process import LeaseLostExit, run_process
 
 
 class AppLoadError(GazetteError):
     """`--app` does not name an importable application."""
-
-
-class LeaseLostExit(GazetteError):
-    """The consumer lost its Etcd lease and stopped its shards."""
 
 
 def load_app(spec: str) -> Any:
@@ -95,16 +85,6 @@ def main(argv: list[str]) -> int:
         print("gazette consumer: --app (or $CONSUMER_APP) is required: package.module:Attr",
               file=sys.stderr)
         return 2
-    logging.basicConfig(level=LEVELS.get(config.log_level.lower(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(serve(config))
-    except LeaseLostExit as exc:
-        print(f"gazette: {exc}", file=sys.stderr)
-        return EXIT_LEASE_LOST
-    except GazetteError as exc:
-        print(f"gazette consumer: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_process("gazette consumer", config.log_level, serve(config))
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

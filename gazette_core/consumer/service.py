@@ -50,9 +50,9 @@ from gazette_core.consumer.protocol.status_ext import merge_status
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.consumer.resolver import ShardResolver
 from gazette_core.consumer.transaction import TxnStats
-from gazette_core.errors import GazetteError, UnavailableError, ValidationError
+from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
-from gazette_core.keyspace.keyspace import KeySpace, KeyValue
+from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.statuses import describe
 from gazette_core.server.tls import ClientTLS
@@ -126,19 +126,9 @@ class ConsumerService:
         return journal_stub(endpoint, self.client_config)
 
     async def start(self) -> None:
-        self.etcd = await etcd_util.connect(self.config.etcd_address)
-        self.keyspace = KeySpace(self.etcd, self.root, consumer_decoder(self.root))
-        try:
-            async with asyncio.timeout(ETCD_CONNECT_TIMEOUT_S):
-                await self.keyspace.load()
-        except (TimeoutError, rpc.AioRpcError, aetcd.ClientError,
-                etcd_util.EtcdUnavailableError) as exc:
-            await self.etcd.close()
-            detail = (exc.details() if isinstance(exc, rpc.AioRpcError) else
-                      exc.detail if isinstance(exc, etcd_util.EtcdUnavailableError) else
-                      str(exc) or "timeout")
-            raise UnavailableError(
-                f"cannot reach etcd at {self.config.etcd_address}: {detail}") from None
+        self.etcd, self.keyspace = await connect_loaded(
+            self.config.etcd_address, self.root, consumer_decoder(self.root),
+            ETCD_CONNECT_TIMEOUT_S)
         self.resolver = ShardResolver(self.keyspace, self.root, self.process_id,
                                       self._new_replica)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)

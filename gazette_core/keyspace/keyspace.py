@@ -19,7 +19,7 @@ import aetcd
 from aetcd import rpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.watch import WatchStream
 from gazette_core.tasks import BackgroundTask
@@ -256,3 +256,26 @@ class KeySpace:
 def _key_str(key: bytes) -> str:
     # Foreign keys needn't be UTF-8; keep them distinct and round-trippable.
     return key.decode(errors="surrogateescape")
+
+
+async def connect_loaded(address: str, root: str, decode: Decoder, timeout: float = 10.0
+                         ) -> tuple[aetcd.Client, KeySpace]:
+    """A client of the etcd at `address` and a KeySpace of `root` loaded from it.
+
+    Fails within `timeout` with an UnavailableError naming the address, so a
+    process pointed at the wrong etcd says so instead of hanging.
+    """
+    client = await etcd_util.connect(address)
+    keyspace = KeySpace(client, root, decode)
+    try:
+        async with asyncio.timeout(timeout):
+            await keyspace.load()
+    except (TimeoutError, rpc.AioRpcError, aetcd.ClientError,
+            etcd_util.EtcdUnavailableError) as exc:
+        await client.close()
+        detail = (exc.details() if isinstance(exc, rpc.AioRpcError) else
+                  exc.detail if isinstance(exc, etcd_util.EtcdUnavailableError) else
+                  str(exc) or "timeout")
+        raise UnavailableError(f"cannot reach etcd at {address}: {detail}") from None
+    return client, keyspace
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gazette_core.broker.main import EXIT_LEASE_LOST
+from gazette_core.server.process import EXIT_LEASE_LOST
 from gazette_core.testing.etcd import free_port
 
 

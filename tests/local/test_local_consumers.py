@@ -58,7 +58,7 @@ async def serve_one_shard(stack: local_stack.Stack) -> None:
         upsert=shard_spec("shard-000", max_s=0.2), expect_mod_revision=0)])
     head = await Producer(stub).committed(1)
     async with asyncio.timeout(60):
-        while not (await list_shards(endpoint)).shards[0].route.members:
+        while (await list_shards(endpoint)).shards[0].route.primary < 0:
             await asyncio.sleep(0.1)
         stat = await stat_shard(endpoint, "shard-000", {SOURCE: head}, timeout=50)
     assert stat.read_through[SOURCE] >= head

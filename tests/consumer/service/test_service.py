@@ -23,11 +23,12 @@ from gazette_core.consumer import service as service_module
 from gazette_core.consumer.app import InitArgs
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
-from gazette_core.consumer.main import LeaseLostExit, serve
+from gazette_core.consumer.main import serve
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.service import ConsumerService
 from gazette_core.errors import GazetteError
 from gazette_core.message.uuid import Flags
+from gazette_core.server.process import LeaseLostExit
 from gazette_core.testing.broker import broker_config, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer, free_port
 from tests.consumer.runtime.apps import Counter
@@ -84,6 +85,17 @@ def statuses(shard: cpb.ListResponse.Shard) -> dict[str, int]:
 async def shard_listing(endpoint: str) -> cpb.ListResponse.Shard | None:
     resp = await list_shards(endpoint)
     return resp.shards[0] if resp.shards else None
+
+
+async def create_shard(endpoint: str, spec: cpb.ShardSpec) -> None:
+    """Apply `spec`, then wait until the allocator gave it a primary (Stat answers
+    NO_SHARD_PRIMARY until then)."""
+    await apply_shards(endpoint, [cpb.ApplyRequest.Change(upsert=spec, expect_mod_revision=0)])
+
+    async def has_primary() -> bool:
+        listed = await shard_listing(endpoint)
+        return listed is not None and listed.route.primary >= 0
+    await until(has_primary, 30)
 
 
 async def test_standby_takes_over_a_gracefully_stopped_primary_exactly_once(
@@ -165,8 +177,7 @@ async def test_a_consumer_that_lost_its_lease_stops_its_shards_and_exits(
                 return False
             return True
         await until(serving, 30)
-        await apply_shards(endpoint, [cpb.ApplyRequest.Change(
-            upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+        await create_shard(endpoint, shard_spec(SHARD, max_s=0.2))
         head = await Producer(cluster.stub).committed(1)
         await stat_shard(endpoint, SHARD, {SOURCE: head})
 
@@ -210,8 +221,7 @@ async def test_metrics_count_transactions_messages_and_read_lag(cluster: Cluster
     service = await cluster.start("cons-1", Counter(publish=False))
     before = {name: sample(name, shard=SHARD) for name in (
         "gazette_shard_txn_total", "gazette_shard_messages_total", "gazette_shard_bytes_total")}
-    await apply_shards(service.endpoint, [cpb.ApplyRequest.Change(
-        upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+    await create_shard(service.endpoint, shard_spec(SHARD, max_s=0.2))
     producer = Producer(cluster.stub)
     start = await producer.committed(1)
     head = await producer.committed(2, 3)
@@ -235,8 +245,7 @@ async def test_stopping_does_not_wait_for_ever_on_a_commit_that_never_resolves(
     monkeypatch.setattr(service_module, "REPLICAS_STOP_TIMEOUT_S", 1.0)
     app = Counter(publish=False)
     service = await cluster.start("cons-1", app)
-    await apply_shards(service.endpoint, [cpb.ApplyRequest.Change(
-        upsert=shard_spec(SHARD, max_s=0.2), expect_mod_revision=0)])
+    await create_shard(service.endpoint, shard_spec(SHARD, max_s=0.2))
     await stat_shard(service.endpoint, SHARD, {})  # the primary is ready
     store = app.stores[0]
     store.hold.clear()
