@@ -19,6 +19,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import grpc
+
 from gazette_core.broker.client.journals import watch_journals
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -70,6 +72,9 @@ class Partitions:
 
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._watch())
+        # Its failure is logged by the watch and raised by start() when it is early; a
+        # later one (e.g. a channel closed under it) must not be reported as unretrieved.
+        self._task.add_done_callback(_retrieve)
         waiter = asyncio.ensure_future(self._changed.wait())
         try:
             await asyncio.wait([waiter, self._task], return_when=asyncio.FIRST_COMPLETED)
@@ -102,7 +107,7 @@ class Partitions:
         try:
             async for snapshot in watch_journals(stub, self.selector):
                 self.apply(snapshot)
-        except GazetteError as err:
+        except (GazetteError, grpc.aio.UsageError) as err:
             # Publishing goes on with the last journals seen; say why they are frozen.
             log.error("watch of partitions %s failed: %s", format_selector(self.selector), err)
             raise
@@ -155,3 +160,9 @@ def random_mapping(partitions: Partitions) -> Mapping:
         index = random.randrange(partitions._require())
         return partitions.journals[index].name, partitions.framings[index]
     return mapping
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
