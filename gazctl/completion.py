@@ -20,6 +20,7 @@ import typer
 
 from gazctl.connection import client_config
 from gazctl.endpoints import pick_live
+from gazctl.interrupts import run as run_interruptible
 from gazette_core.broker.client.channel import close_channels, journal_stub, use_client_config
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -82,7 +83,7 @@ def journal_specs(flag: str | None) -> list[pb.JournalSpec]:
 
     try:
         addresses = broker_addresses(flag or os.environ.get("BROKER_ADDRESS"))
-        return asyncio.run(_list_specs(addresses))
+        return run_interruptible(_list_specs(addresses))
     except Exception:  # An unreachable broker or a bad address: nothing to offer.
         return []
 

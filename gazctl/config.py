@@ -7,7 +7,6 @@ http://localhost:8080.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,7 @@ from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
+from gazctl.interrupts import run as run_interruptible
 from gazctl.timeflags import parse_duration
 from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import (
@@ -124,7 +124,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
         finally:
             await close_channels()
 
-    return asyncio.run(main())
+    return run_interruptible(main())
 
 
 def connect_timeout(text: str) -> float:

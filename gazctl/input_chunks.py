@@ -7,10 +7,10 @@ watched by the event loop (a read happens only once data is there); regular
 files and in-memory streams, which never make a reader wait for a writer, are
 read in a worker thread.
 
-The first Ctrl-C (which `asyncio.run` turns into a cancellation of the main
-task) ends the input instead of the command: what is already in the pipe is
-drained without waiting, `interrupted` is set, and the caller flushes what
-it read. A second Ctrl-C aborts as usual.
+The first Ctrl-C (which `gazctl.interrupts`, like `asyncio.run`, turns into a
+cancellation of the main task) ends the input instead of the command: what is
+already in the pipe is drained without waiting, `interrupted` is set, and the
+caller flushes what it read. A second Ctrl-C exits at once.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typer import _click as click  # Typer ships its own copy of click.
 from typer import rich_utils
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from gazctl.main import app as gazctl_app
+from gazctl.cli import app as gazctl_app
 
 WIDTH = 100
 INDEX = "README.md"

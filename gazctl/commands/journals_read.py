@@ -24,6 +24,7 @@ import typer
 from gazctl.commands.read_watch import Output, follow, read_one
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.interrupts import handling
 from gazctl.render import stderr
 from gazctl.timeflags import parse_time, since_to_unix
 from gazctl.usage import UsageError
@@ -80,18 +81,17 @@ def read(
     template = pb.ReadRequest(offset=-1 if tail else 0, block=block, begin_mod_time=begin)
     sink = Output(out, count)
     finals: dict[str, int] = {}
-    # SIGTERM (a supervisor stopping us) ends the read like Ctrl-C does, so the
-    # final offsets are still written.
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        if block:
-            run(broker, lambda stub: _follow(stub, sel, selector, sink, template, starts,
-                                             finals), timeout)
-        else:
-            run(broker, lambda stub: _read_once(stub, sel, selector, sink, template, starts,
-                                                finals), timeout)
+        # SIGTERM (a supervisor stopping us) ends the read like Ctrl-C does, so the
+        # final offsets are still written.
+        with handling(signal.SIGTERM):
+            if block:
+                run(broker, lambda stub: _follow(stub, sel, selector, sink, template, starts,
+                                                 finals), timeout)
+            else:
+                run(broker, lambda stub: _read_once(stub, sel, selector, sink, template,
+                                                    starts, finals), timeout)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         if out is not sys.stdout.buffer:
             out.close()
         if offsets_out:
@@ -176,10 +176,6 @@ async def _read_once(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str, o
                 and not isinstance(r, asyncio.CancelledError)]
     if failures:
         raise failures[0]
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _load_offsets(path: str) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Helpers for gazctl and local-stack tests: run gazctl, run a stack, ask the broker.
 
 gazctl runs either in-process through CliRunner (fast, for output checks) or
-as a real subprocess (for exit codes and the error lines `gazctl.main.main`
+as a real subprocess (for exit codes and the error lines `gazctl.cli.run_cli`
 prints). Library calls check what a command did without going through gazctl.
 """
 
@@ -23,7 +23,7 @@ import typer
 from typer.core import TyperGroup
 from typer.testing import CliRunner, Result
 
-from gazctl.main import app, run_cli
+from gazctl.cli import app, run_cli
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.client.retry_reader import read_all
@@ -83,6 +83,36 @@ def gazctl(*args: str, env: dict[str, str], input: bytes | None = None,
     """Run gazctl as its own process, exactly as a shell would."""
     return subprocess.run([*GAZCTL, *args], input=input, env=env, capture_output=True,
                           timeout=timeout, check=False)
+
+
+def stop(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGINT,
+         limit: float = 30, stderr_path: Path | None = None) -> int:
+    """Send `sig` to a gazctl subprocess and return its exit code (see `exit_code`)."""
+    proc.send_signal(sig)
+    return exit_code(proc, limit, stderr_path)
+
+
+def exit_code(proc: subprocess.Popen[bytes], limit: float = 30,
+              stderr_path: Path | None = None) -> int:
+    """The exit code of a gazctl subprocess that should be ending.
+
+    A gazctl still running `limit` seconds later is asked for every thread's
+    stack (SIGUSR1, which gazctl answers on stderr), killed, and the test fails
+    showing that stderr: from `stderr_path`, or the process's stderr pipe.
+    """
+    try:
+        return proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        proc.wait()
+    if stderr_path is not None:
+        err = stderr_path.read_bytes()
+    else:
+        err = proc.stderr.read() if proc.stderr is not None else b"(stderr not captured)"
+    pytest.fail(f"gazctl did not exit within {limit:g}s; its stderr and threads:\n"
+                + err.decode(errors="replace"))
 
 
 @contextmanager

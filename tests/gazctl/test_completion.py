@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import typer
 
+from gazctl.cli import app
 from gazctl.completion import clause_completions
-from gazctl.main import app
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.testing.etcd import free_port
 from tests.gazctl.support import isolated_env

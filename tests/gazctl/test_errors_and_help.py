@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.core import TyperGroup
 
-from gazctl.main import app
+from gazctl.cli import app
 from gazette_core.testing.etcd import free_port
 from tests.gazctl.support import cli, dialing_commands, gazctl, isolated_env
 

@@ -18,6 +18,7 @@ from tests.gazctl.support import (
     gazctl,
     isolated_env,
     ok,
+    stop,
     wait_primaries,
 )
 
@@ -180,8 +181,7 @@ def test_blocking_read_follows_new_appends_until_interrupted(
         _wait_for_output(out_path, b"before\nafter\n", proc)
         _append(address, "rw/blocking", b"again\n")
         _wait_for_output(out_path, b"before\nafter\nagain\n", proc)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 130
+        assert stop(proc) == 130
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)

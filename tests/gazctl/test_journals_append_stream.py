@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gazctl.support import GAZCTL, cli, content, gazctl, isolated_env, ok
+from tests.gazctl.support import GAZCTL, cli, content, gazctl, isolated_env, ok, stop
 from tests.gazctl.test_journals_append_read import create_journals
 
 JOURNALS = ["as/fixed", "as/lines", "as/partial/ok", "as/partial/ro"]
@@ -72,7 +72,7 @@ def test_lines_are_appended_as_they_arrive_and_ctrl_c_flushes(
         _wait_content(address, "as/lines", b"first\n", proc)
         proc.stdin.write(b"second\nthird\nunterminated")
         proc.stdin.flush()
-        proc.send_signal(signal.SIGINT)
+        stop(proc)
         code, stdout, stderr = _finish(proc)
     finally:
         _kill(proc)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from google.protobuf import text_format
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from tests.gazctl.support import GAZCTL, isolated_env, journals, ok, wait_primaries
+from tests.gazctl.support import GAZCTL, isolated_env, journals, ok, stop, wait_primaries
 
 LONG = "list/long/" + "a-very-long-journal-name-" * 4 + "end"
 TREE = f"""\
@@ -202,8 +201,7 @@ def test_watch_prints_a_new_listing_on_every_change(address: str, state_home: Pa
         # The next snapshot lists both journals.
         names = [json.loads(proc.stdout.readline())["spec"]["name"] for _ in range(2)]
         assert names == ["watched/a", "watched/b"]
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 130
+        assert stop(proc) == 130
     finally:
         if proc.poll() is None:
             proc.kill()

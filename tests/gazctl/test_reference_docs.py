@@ -12,7 +12,7 @@ from typer import rich_utils
 from typer.core import TyperGroup
 
 from gazctl import reference_docs
-from gazctl.main import app
+from gazctl.cli import app
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
 FIX = "run `make docs` and commit docs/reference/"
