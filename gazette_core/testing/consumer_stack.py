@@ -63,9 +63,9 @@ class StackConsumers:
         return self.stack.consumers
 
     def shard_stub(self) -> cpb_grpc.ShardStub:
-        """A Shard API stub of the first live consumer."""
+        """A Shard API stub of the first live consumer that is not stopped (SIGSTOP)."""
         for p in self.consumer_processes():
-            if processes.alive(p.pid, p.marker):
+            if processes.alive(p.pid, p.marker) and not _stopped(p.pid):
                 return cpb_grpc.ShardStub(dial(p.endpoint))
         raise AssertionError("no live consumer")
 
@@ -160,3 +160,12 @@ class StackConsumers:
                 assert now < limit, f"{sorted(left)} not taken over within {limit}s"
                 await asyncio.sleep(0.05)
         return out
+
+
+def _stopped(pid: int) -> bool:
+    """Whether `pid` is stopped by a signal (state T), so it answers nothing."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
+
