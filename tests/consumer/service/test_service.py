@@ -283,3 +283,29 @@ async def test_a_stopping_consumer_waits_for_its_primaries_to_move_not_its_stand
         await cluster.services[standby].stop(drain_timeout=60.0)
     now = await shard_listing(cluster.services[primary].endpoint)
     assert now is not None and statuses(now) == {primary: Code.PRIMARY}
+
+
+async def test_shards_keep_consuming_through_an_etcd_outage_shorter_than_the_lease(
+        cluster: Cluster) -> None:
+    """Consumers here use an etcd of their own; it is down for ~2 s of a 6 s lease."""
+    with EtcdServer() as own_etcd:
+        config = consumer_config(own_etcd, cluster.broker, cluster.tmp, "cons-1")
+        config.etcd_lease = 6
+        service = ConsumerService(config, Counter(publish=False))
+        await service.start()
+        cluster.stack.push_async_callback(service.stop, 2.0)
+        await create_shard(service.endpoint, shard_spec(SHARD, max_s=0.2))
+        producer = Producer(cluster.stub)
+        await stat_shard(service.endpoint, SHARD, {SOURCE: await producer.committed(1)})
+
+        own_etcd.kill()
+        head = await producer.committed(2, 3)
+        stat = await stat_shard(service.endpoint, SHARD, {SOURCE: head}, timeout=10)
+        assert stat.read_through[SOURCE] >= head  # consumed while etcd was down
+        own_etcd.restart()
+
+        head = await producer.committed(4)
+        await asyncio.sleep(2)  # past the outage: the lease was refreshed in time
+        stat = await stat_shard(service.endpoint, SHARD, {SOURCE: head}, timeout=10)
+        assert stat.read_through[SOURCE] >= head
+        assert not service.lease_lost.is_set()
