@@ -8,6 +8,7 @@ without losing or repeating anything, and Stat and List tell where it is.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -309,3 +310,36 @@ async def test_shards_keep_consuming_through_an_etcd_outage_shorter_than_the_lea
         stat = await stat_shard(service.endpoint, SHARD, {SOURCE: head}, timeout=10)
         assert stat.read_through[SOURCE] >= head
         assert not service.lease_lost.is_set()
+
+
+async def test_a_standby_whose_disk_is_full_fails_alone_and_says_why(cluster: Cluster) -> None:
+    first = await cluster.start("cons-1", Counter(publish=False))
+    await create_shard(first.endpoint, shard_spec(SHARD, hot_standbys=1, max_s=0.5))
+    producer = Producer(cluster.stub)
+    head = await producer.committed(*range(20_000))  # a JSON state of ~100 KiB
+    await stat_shard(first.endpoint, SHARD, {SOURCE: head}, timeout=60)
+
+    small = cluster.tmp / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], check=True)
+    try:
+        config = consumer_config(cluster.etcd, cluster.broker, cluster.tmp, "cons-2")
+        config.data_dir = str(small)
+        second = ConsumerService(config, Counter(publish=False))
+        await second.start()
+        try:
+            async def standby_failed() -> list[str]:
+                listed = await shard_listing(first.endpoint)
+                return [e for m, st in zip(listed.route.members, listed.status, strict=True)
+                        if m.suffix == "cons-2" and st.code == Code.FAILED
+                        for e in st.errors] if listed else []
+            errors = await until(standby_failed, 30)
+            assert any("No space left on device" in e for e in errors), errors
+            # The primary goes on as if nothing happened.
+            head = await producer.committed(1)
+            stat = await stat_shard(first.endpoint, SHARD, {SOURCE: head}, timeout=20)
+            assert stat.read_through[SOURCE] >= head
+        finally:
+            await second.stop(drain_timeout=0.1)
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
