@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from gazctl.commands import shards_list
+from gazctl.commands import shards_apply, shards_list, shards_unassign
 
 app = typer.Typer(help="List, apply, edit and unassign the shards of consumer applications.",
                   no_args_is_help=True)
 app.command("list")(shards_list.list_shards_cmd)
+app.command("apply")(shards_apply.apply)
+app.command("edit")(shards_apply.edit)
+app.command("unassign")(shards_unassign.unassign_cmd)
