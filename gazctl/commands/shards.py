@@ -6,7 +6,7 @@ import typer
 
 from gazctl.commands import shards_apply, shards_list, shards_unassign
 
-app = typer.Typer(help="List, apply, edit and unassign the shards of consumer applications.",
+app = typer.Typer(help="Operate the shards of consumer applications, through their consumers.",
                   no_args_is_help=True)
 app.command("list")(shards_list.list_shards_cmd)
 app.command("apply")(shards_apply.apply)

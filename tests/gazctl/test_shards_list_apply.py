@@ -22,7 +22,15 @@ from tests.gazctl.shards_support import (
     shards,
     wait_primaries,
 )
-from tests.gazctl.support import GAZCTL, isolated_env, ok, one_error_line, run_main, stop
+from tests.gazctl.support import (
+    GAZCTL,
+    command_tree,
+    isolated_env,
+    ok,
+    one_error_line,
+    run_main,
+    stop,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +84,21 @@ def test_lag_is_the_unread_bytes_of_each_source_and_their_total(stack: Stack) ->
                     "chunks-part-003": f"{CHUNKS}/part-003:9", "total": "9"}
 
 
-def test_no_match_exits_3_and_an_unreachable_consumer_is_one_line(
+SELECTING = sorted(path for path, cmd in command_tree().items()
+                   if path.startswith("gazctl shards ")
+                   and any(p.name == "selector" for p in cmd.params))
+
+
+@pytest.mark.parametrize("path", SELECTING)
+def test_a_selector_matching_nothing_exits_3_on_every_shards_command(
+        stack: Stack, path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(capsys, *path.split()[1:], "-l", "id=nothing-here")
+    assert (code, out) == (3, "")
+    assert one_error_line(err) == "error: no shards match 'id=nothing-here'"
+
+
+def test_an_unreachable_consumer_is_one_line(
         stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_main(capsys, "shards", "list", "-l", "id=nothing-here")
-    assert (code, one_error_line(err)) == (3, "error: no shards match 'id=nothing-here'")
     code, _, err = run_main(capsys, "shards", "list", "--consumer.address",
                             "http://127.0.0.1:9", "--timeout", "2s")
     assert code == 1
