@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
+from gazctl.connection import CONSUMER_SETTINGS
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from tests.gazctl.shards_support import (
     CHUNKS,
@@ -84,6 +86,7 @@ def test_lag_is_the_unread_bytes_of_each_source_and_their_total(stack: Stack) ->
                     "chunks-part-003": f"{CHUNKS}/part-003:9", "total": "9"}
 
 
+UNREACHABLE = "http://127.0.0.1:9"  # discard port: nothing listens there
 SELECTING = sorted(path for path, cmd in command_tree().items()
                    if path.startswith("gazctl shards ")
                    and any(p.name == "selector" for p in cmd.params))
@@ -99,10 +102,10 @@ def test_a_selector_matching_nothing_exits_3_on_every_shards_command(
 
 def test_an_unreachable_consumer_is_one_line(
         stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_main(capsys, "shards", "list", "--consumer.address",
-                            "http://127.0.0.1:9", "--timeout", "2s")
+    code, _, err = run_main(capsys, "shards", "list", "--consumer.address", UNREACHABLE,
+                            "--timeout", "2s")
     assert code == 1
-    assert one_error_line(err).startswith("error: cannot reach consumer at http://127.0.0.1:9")
+    assert one_error_line(err).startswith(f"error: cannot reach consumer at {UNREACHABLE}")
 
 
 def test_apply_creates_then_sends_only_what_changed_with_a_dry_run_diff(stack: Stack) -> None:
@@ -197,3 +200,39 @@ def test_an_unreadable_specs_file_is_a_usage_error(
     code, _, err = run_main(capsys, "shards", "apply", "--specs", "no/such/file.yaml")
     assert code == 2
     assert "--specs: cannot read 'no/such/file.yaml'" in one_error_line(err)
+
+
+def test_consumer_address_from_flag_env_ini_then_the_active_stack(
+        stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("CONSUMER_ADDRESS")
+    local_stack.up(stack.directory, timeout=60, activate=True)  # running already: activates
+    assert ok("shards", "list", "-l", "id=chunks-part-000").stdout.startswith("ID")
+
+    (tmp_path / "gazctl.ini").write_text(
+        f"[shards.Consumer]\nAddress = {UNREACHABLE}\n[journals.Broker]\nAddress = "
+        f"{stack.brokers[0].endpoint}\n")
+    code, _, err = run_main(capsys, "shards", "list", "--timeout", "2s")
+    assert code == 1 and f"cannot reach consumer at {UNREACHABLE}" in one_error_line(err)
+    assert f"[shards.Consumer]\nAddress = {UNREACHABLE} ; from {tmp_path / 'gazctl.ini'}" \
+        in ok("print-config").stdout
+
+    monkeypatch.setenv("CONSUMER_ADDRESS", stack.consumers[1].endpoint)
+    assert ok("shards", "list", "-l", "id=chunks-part-000").stdout.startswith("ID")
+    code, _, err = run_main(capsys, "shards", "list", "--timeout", "2s",
+                            "--consumer.address", UNREACHABLE)
+    assert code == 1 and f"cannot reach consumer at {UNREACHABLE}" in one_error_line(err)
+
+
+def test_every_command_dialing_consumers_takes_the_consumer_connection_options() -> None:
+    dialing = {path: {p.name for p in cmd.params} for path, cmd in command_tree().items()
+               if any(p.name == "consumer" for p in cmd.params)}
+    assert {"gazctl shards list", "gazctl shards apply", "gazctl shards edit",
+            "gazctl shards unassign"} <= set(dialing)
+    assert [path for path, names in dialing.items() if not set(CONSUMER_SETTINGS) <= names] == []
+    flags = {opt for p in command_tree()["gazctl shards list"].params for opt in p.opts}
+    assert {"--consumer.address", "--consumer.cert-file", "--consumer.cert-key-file",
+            "--consumer.trusted-ca-file", "--consumer.auth-keys", "--consumer.auth-token",
+            "--broker.address", "--broker.auth-token"} <= flags
