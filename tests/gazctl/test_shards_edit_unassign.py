@@ -181,3 +181,23 @@ def _members(stack: Stack) -> str:
     codes = {300: "PRIMARY", 200: "STANDBY", 100: "BACKFILL", 0: "IDLE", 400: "FAILED"}
     return ", ".join(f"{m.suffix}:{codes[s.code]}"
                      for m, s in zip(shard.route.members, shard.status, strict=True))
+
+
+def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it(
+        stack: Stack) -> None:
+    ok("journals", "apply", input=log_journals("failing-000"))
+    bogus = "  labels:\n  - name: store\n    value: bogus\n"  # the summer fails at start
+    ok("shards", "apply", input=shard_yaml("failing-000", extra=bogus))
+    deadline = time.monotonic() + 30
+    while 400 not in [s.code for s in (shards(stack, "id=failing-000")[0]).status]:
+        assert time.monotonic() < deadline, "the shard never failed"
+        time.sleep(0.1)
+
+    row = ok("shards", "list", "-l", "id=failing-000").stdout.splitlines()[1].split()
+    assert row == ["failing-000", "FAILED"]
+    listed = json.loads(ok("shards", "list", "-l", "id=failing-000", "-o", "json").stdout)
+    errors = [e for s in listed["status"] for e in s.get("errors", [])]
+    assert any("store='bogus'" in e for e in errors), listed
+    out = ok("shards", "unassign", "-l", "id:prefix=failing-", "--failed").stdout
+    assert out.startswith("unassigned failing-000 (was FAILED on consumer-"), out
+    assert ":FAILED" in out
