@@ -134,6 +134,9 @@ def test_apply_creates_then_sends_only_what_changed_with_a_dry_run_diff(stack: S
      f"shard 'missing-log': recovery log journal '{LOGS}/missing-log' does not exist"),
     (shard_yaml("apply-000", revision=-1, source=f"{CHUNKS}/part-999"),
      f"shard 'apply-000' sources[0]: source journal '{CHUNKS}/part-999' does not exist"),
+    (shard_yaml("apply-000", revision=-1, source=f"{LOGS}/chunks-part-000"),
+     f"shard 'apply-000' sources[0]: source journal '{LOGS}/chunks-part-000' has content-type "
+     "'application/x-gazette-recoverylog', which has no message framing"),
     (shard_yaml("part-001", revision=-1).replace(LOGS, CHUNKS),
      f"shard 'part-001': recovery log journal '{CHUNKS}/part-001' has content-type "
      "'application/x-ndjson', not 'application/x-gazette-recoverylog'"),
