@@ -43,7 +43,7 @@ def spark_failure(exc: Exception) -> ExportFailed:
     lines = str(exc).splitlines()
     after_traceback = False
     for line in lines:
-        if line.startswith("Traceback (most recent call last)"):
+        if "Traceback (most recent call last)" in line:
             after_traceback = True
         elif after_traceback and line and not line[0].isspace() and _EXCEPTION_LINE.match(line):
             return ExportFailed(f"export failed: {line.strip()}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
-from gazette_core.broker.client.channel import journal_stub
+from gazette_core.broker.client.channel import ClientConfig, journal_stub
 from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.fragment.remote import read_fragment
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -41,6 +41,7 @@ class JournalTask:
     file_root: str = ""
     file_only: bool = False
     ring_size: int = 8192
+    client: ClientConfig | None = None  # TLS and authorization of broker reads
 
     def parsed(self) -> list[pb.Fragment]:
         return [pb.Fragment.FromString(raw) for raw in self.fragments]
@@ -99,6 +100,6 @@ async def _through_broker(task: JournalTask, start: int, stop: int
                           ) -> AsyncGenerator[tuple[int, bytes], None]:
     """Read from the broker; should it jump (content pruned meanwhile), offsets say so."""
     request = pb.ReadRequest(journal=task.journal, offset=start, end_offset=stop, block=False)
-    async with RetryReader(journal_stub(task.broker), request) as reader:
+    async with RetryReader(journal_stub(task.broker, task.client), request) as reader:
         async for chunk in reader:
             yield reader.offset - len(chunk), chunk

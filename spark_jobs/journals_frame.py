@@ -32,7 +32,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gazette_core.broker.client.channel import close_channels, journal_stub
+from gazette_core.broker.client.channel import ClientConfig, close_channels, journal_stub
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT
 from gazette_core.broker.fragment.cover_set import CoverSet, IndexEntry
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -103,8 +103,13 @@ def covering(fragments: list[pb.Fragment], since: int, unpersisted: bool) -> lis
 
 
 def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted: bool = True,
-               file_root: str | None = None, file_only: bool = False) -> FramePlan:
-    """One task per selected journal with content to read (pure: no I/O)."""
+               file_root: str | None = None, file_only: bool = False,
+               client: ClientConfig | None = None) -> FramePlan:
+    """One task per selected journal with content to read (pure: no I/O).
+
+    `client` is the TLS and authorization executors read unpersisted content
+    from `broker` with.
+    """
     plan = FramePlan(kind=shared_kind([spec for spec, _ in selection.journals]),
                      suspended=list(selection.suspended))
     for spec, fragments in sorted(selection.journals, key=lambda j: j[0].name):
@@ -119,7 +124,7 @@ def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted
             journal=spec.name, kind=plan.kind,
             fragments=tuple(f.SerializeToString() for f in chosen),
             broker=broker if any(not is_persisted(f) for f in chosen) else "",
-            file_root=file_root or "", file_only=file_only))
+            file_root=file_root or "", file_only=file_only, client=client))
     return plan
 
 

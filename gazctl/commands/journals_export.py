@@ -15,6 +15,7 @@ import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.config import BrokerAddress, RequiredSelector, Timeout, broker_address, run
+from gazctl.connection import client_config
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity, journal_progress, stderr
 from gazctl.timeflags import since_to_unix
@@ -75,7 +76,7 @@ def export(
     for name in selection.suspended:
         stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
     plan = plan_frame(selection, broker=address, since=begin, unpersisted=not persisted_only,
-                      file_root=root, file_only=file_only)
+                      file_root=root, file_only=file_only, client=client_config())
     if plan.kind == RAW and file_format is FileFormat.csv:
         raise UsageError("--format", "journals without a message framing hold bytes, which "
                                      "CSV cannot: export them as parquet or json")
