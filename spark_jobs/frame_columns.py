@@ -76,8 +76,7 @@ def _json_columns(spark: SparkSession, base: DataFrame, given: StructType | None
 
     if given is None:
         base = base.cache()  # Inferring reads every document; reading it again would re-read.
-        values = base.select("value").rdd.map(lambda row: row[0])
-        given = spark.read.json(values).schema if not base.isEmpty() else StructType()
+        given = infer_json_schema(spark, base) if not base.isEmpty() else StructType()
     # The document's uuid is the uuid column; its other fields follow the metadata.
     fields = StructType([f for f in given.fields if f.name != "uuid"])
     if not fields.fields:
@@ -85,6 +84,24 @@ def _json_columns(spark: SparkSession, base: DataFrame, given: StructType | None
     parsed = base.select(*META, F.from_json("value", fields).alias("_doc"))
     return parsed.select(*META, *(F.col("_doc").getField(f.name).alias(f.name)
                                   for f in fields.fields))
+
+
+def infer_json_schema(spark: SparkSession, base: DataFrame) -> StructType:
+    """The schema of every document in `base`'s value column, inferred within the JVM.
+
+    PySpark infers only from an RDD, which would carry each document from the
+    JVM to Python and back; the JVM reader takes the column as it is.
+    """
+    import json
+
+    from pyspark.sql.types import StructType
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    # Dataset.as is a Python keyword: reached by name.
+    values = getattr(base.select("value")._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+    inferred = spark._jsparkSession.read().json(values).schema().json()
+    return StructType.fromJson(json.loads(inferred))
 
 
 def _csv_columns(base: DataFrame, given: StructType | None) -> DataFrame:
