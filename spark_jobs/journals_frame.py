@@ -29,10 +29,16 @@ are not read (their fragments are not listed), as with prune.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gazette_core.broker.client.channel import ClientConfig, close_channels, journal_stub
+from gazette_core.broker.client.channel import (
+    ClientConfig,
+    close_channels,
+    default_address,
+    journal_stub,
+)
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT
 from gazette_core.broker.fragment.cover_set import CoverSet, IndexEntry
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -43,7 +49,7 @@ from gazette_core.message.framing import JSON_LINES, PROTOBUF_FIXED, content_typ
 from spark_jobs.frame_columns import columns_of, row_schema
 from spark_jobs.frame_rows import partition_rows
 from spark_jobs.frame_source import CSV, JSON, RAW, JournalTask, is_persisted
-from spark_jobs.prune import Selection, check_file_root, fetch_selection
+from spark_jobs.prune import FILE_ROOT_ENV, Selection, check_file_root, fetch_selection
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -143,17 +149,21 @@ def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT)
     return asyncio.run(fetch())
 
 
-def read_journals(spark: SparkSession, selector: str, *, broker: str,
+def read_journals(spark: SparkSession, selector: str, *, broker: str | None = None,
                   schema: StructType | str | None = None, since: int = 0,
                   unpersisted: bool = True, file_root: str | None = None,
                   file_only: bool = False, timeout: float = DEFAULT_TIMEOUT) -> DataFrame:
     """The journals `selector` matches, through the broker at `broker`, as a DataFrame.
 
+    `broker` defaults to $BROKER_ADDRESS, else http://localhost:8080, and
+    `file_root` to $BROKER_FILE_ROOT (`gazctl local env` exports both).
     `schema` (a StructType or DDL such as "n LONG, text STRING") types the
     document columns; `since` (unix seconds) skips fragments persisted
     before it; `file_root` roots `file://` stores (all stores with
     `file_only`), as the brokers' --broker.file-root does.
     """
+    broker = broker or default_address()
+    file_root = file_root or os.environ.get(FILE_ROOT_ENV) or None
     plan = plan_frame(list_selection(broker, selector, timeout), broker=broker, since=since,
                       unpersisted=unpersisted, file_root=file_root, file_only=file_only)
     return frame_of(spark, plan, schema)
@@ -164,6 +174,7 @@ def frame_of(spark: SparkSession, plan: FramePlan,
     """The DataFrame of a plan: rows made on executors, columns by the plan's kind."""
     sc = spark.sparkContext
     rdd = sc.parallelize(plan.tasks, max(1, len(plan.tasks))).mapPartitions(partition_rows)
-    base = spark.createDataFrame(rdd, row_schema(plan.kind))
+    # Executors make rows of the schema's types already: checking each one costs time.
+    base = spark.createDataFrame(rdd, row_schema(plan.kind), verifySchema=False)
     return columns_of(spark, base, plan.kind, schema)
 

@@ -99,10 +99,13 @@ def test_json_lines_of_every_codec_are_the_committed_messages_read(
     assert len(got) == sum(len(written[j].committed) for j in journals_of("json"))
 
 
-def test_csv_with_a_schema_gives_typed_columns(
-        spark: Any, stack: Stack, address: str, written: dict[str, Written]) -> None:
-    df = read_journals(spark, f"suite={P}, kind=csv", broker=address, file_root=root(stack),
-                       schema="n LONG, text STRING")
+def test_csv_with_a_schema_gives_typed_columns_and_the_broker_comes_from_the_environment(
+        spark: Any, stack: Stack, address: str, written: dict[str, Written],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROKER_ADDRESS", address)
+    monkeypatch.setenv("BROKER_FILE_ROOT", root(stack))
+
+    df = read_journals(spark, f"suite={P}, kind=csv", schema="n LONG, text STRING")
 
     assert df.columns == MESSAGE_COLUMNS
     assert dict(df.dtypes)["n"] == "bigint"
