@@ -211,3 +211,19 @@ def test_export_refusals_are_one_line_and_write_nothing(
         "of one content-type")
     assert nothing == (3, "", "error: no journals match 'suite=no-such'\n")
     assert not any((tmp_path / name).exists() for name in ("out", "mixed", "none"))
+
+
+def test_a_fragment_missing_from_its_store_fails_the_export_with_one_line(
+        spark: Any, address: str, written: dict[str, Written], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere = tmp_path / "not-the-file-root"
+    elsewhere.mkdir()
+
+    code, out, err = run_main(capsys, "journals", "export", "-l", f"name={P}/raw/none",
+                              "--to", str(tmp_path / "out"), "--broker.address", address,
+                              "--file-root", str(elsewhere))
+
+    assert (code, out) == (1, "")
+    assert one_error_line(err).startswith(
+        "error: export failed: FileNotFoundError: [Errno 2] No such file or directory: "
+        f"'{elsewhere}/{P}/raw/none/0000000000000000-")
