@@ -6,16 +6,25 @@ values, so nested columns of JSON documents are written there as JSON text.
 A failed Spark job becomes one GazetteError line: the Python exception an
 executor raised when there is one (a fragment that could not be read, a
 record that does not decode), never the JVM's stack trace.
+
+Run it through `gazctl journals export`, or as a Spark application:
+`spark-submit spark_jobs/frame_export.py --broker.address URL -l SELECTOR --to DIR`.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
+import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gazette_core.errors import GazetteError
-from spark_jobs.journals_frame import FramePlan, frame_of
+from spark_jobs.journals_frame import FramePlan, frame_of, list_selection, plan_frame
+from spark_jobs.prune import FILE_ROOT_ENV, NothingMatched
 from spark_jobs.session import DEFAULT_MASTER, get_session
 
 if TYPE_CHECKING:
@@ -89,3 +98,45 @@ def export_plan(plan: FramePlan, to: str, file_format: str, *,
     except (PySparkException, Py4JError) as exc:
         raise spark_failure(exc) from None
     return ExportSummary(kind=plan.kind, format=file_format, journals=len(plan.tasks), rows=rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`spark-submit spark_jobs/frame_export.py` entry: prints the summary as one JSON line.
+
+    Exit codes: 0 done, 1 error, 2 usage, 3 selector matched nothing.
+    """
+    parser = argparse.ArgumentParser(prog="frame_export.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--broker.address", dest="address", required=True)
+    parser.add_argument("-l", "--selector", required=True)
+    parser.add_argument("--to", required=True)
+    parser.add_argument("--format", dest="file_format", choices=FORMATS, default="parquet")
+    parser.add_argument("--schema", default=None)
+    parser.add_argument("--since", type=int, default=0,
+                        help="Skip fragments persisted before this unix time.")
+    parser.add_argument("--persisted-only", action="store_true")
+    parser.add_argument("--spark-master", default=DEFAULT_MASTER)
+    parser.add_argument("--file-root", default=os.environ.get(FILE_ROOT_ENV) or None)
+    parser.add_argument("--file-only", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        plan = plan_frame(list_selection(args.address, args.selector), broker=args.address,
+                          since=args.since, unpersisted=not args.persisted_only,
+                          file_root=args.file_root, file_only=args.file_only)
+        summary = export_plan(plan, args.to, args.file_format, schema=args.schema,
+                              master=args.spark_master)
+    except NothingMatched as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except GazetteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(dataclasses.asdict(summary), separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    # Under spark-submit this file is __main__; run the importable module instead so
+    # executors unpickle its functions by reference.
+    from spark_jobs import frame_export as _job
+
+    sys.exit(_job.main())

@@ -18,6 +18,7 @@ import pytest
 from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
+from spark_jobs import frame_export
 from spark_jobs.frame_rows import task_rows
 from spark_jobs.journals_frame import list_selection, plan_frame, read_journals
 from spark_jobs.session import get_session, stop_session
@@ -227,3 +228,21 @@ def test_a_fragment_missing_from_its_store_fails_the_export_with_one_line(
     assert one_error_line(err).startswith(
         "error: export failed: FileNotFoundError: [Errno 2] No such file or directory: "
         f"'{elsewhere}/{P}/raw/none/0000000000000000-")
+
+
+def test_the_export_job_runs_on_its_own_and_prints_a_json_summary(
+        spark: Any, stack: Stack, address: str, written: dict[str, Written], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    journal = journals_of("csv")[0]
+
+    code = frame_export.main(["--broker.address", address, "-l", f"name={journal}",
+                              "--to", str(tmp_path / "out"), "--format", "json",
+                              "--file-root", root(stack)])
+
+    rows = len(written[journal].committed)
+    assert (code, capsys.readouterr().out) == (
+        0, f'{{"kind":"csv","format":"json","journals":1,"rows":{rows}}}\n')
+    docs = [json.loads(line) for part in (tmp_path / "out").glob("part-*")
+            for line in part.read_text().splitlines()]
+    assert sorted((d["journal"], d["offset"], d["uuid"]) for d in docs) == [
+        row[:3] for row in expected_rows(address, journal, "csv", written[journal])]
