@@ -82,8 +82,13 @@ def _json_columns(spark: SparkSession, base: DataFrame, given: StructType | None
     if not fields.fields:
         return base.select(*META)
     parsed = base.select(*META, F.from_json("value", fields).alias("_doc"))
-    return parsed.select(*META, *(F.col("_doc").getField(f.name).alias(f.name)
+    return parsed.select(*META, *(F.col("_doc").getField(f.name).alias(column_name(f.name))
                                   for f in fields.fields))
+
+
+def column_name(field: str) -> str:
+    """The column of a message field: `doc_` first when a metadata column has its name."""
+    return f"doc_{field}" if field in META else field
 
 
 def infer_json_schema(spark: SparkSession, base: DataFrame) -> StructType:
@@ -117,5 +122,6 @@ def _csv_columns(base: DataFrame, given: StructType | None) -> DataFrame:
     columns = []
     for i, (name, kind) in enumerate(names):
         column = F.get(F.col("fields"), i)  # null past the end of a short row
-        columns.append((column.cast(kind) if kind is not None else column).alias(name))
+        columns.append((column.cast(kind) if kind is not None else column).alias(
+            column_name(name)))
     return base.select(*META, *columns)

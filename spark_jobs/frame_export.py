@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from gazette_core.errors import GazetteError
 from spark_jobs.journals_frame import FramePlan, frame_of, list_selection, plan_frame
 from spark_jobs.prune import FILE_ROOT_ENV, NothingMatched
-from spark_jobs.session import DEFAULT_MASTER, get_session
+from spark_jobs.session import DEFAULT_MASTER, SparkMasterUnreachable, get_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,7 +85,11 @@ def export_plan(plan: FramePlan, to: str, file_format: str, *,
 
     if file_format not in FORMATS:
         raise GazetteError(f"unknown export format {file_format!r}")
-    spark = get_session(master, app_name="gazette-journals-export")
+    try:
+        spark = get_session(master, app_name="gazette-journals-export")
+    except SparkMasterUnreachable as exc:
+        exc.hint = "start the master, or export in this process with --spark-master local[*]"
+        raise
     try:
         df = frame_of(spark, plan, schema).persist(StorageLevel.MEMORY_AND_DISK)
         out = flat_for_csv(df) if file_format == "csv" else df

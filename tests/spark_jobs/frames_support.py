@@ -70,7 +70,9 @@ def _uuid(producer: bytes, clock: int, flags: Flags) -> str:
 def _encode(kind: str, u: str, n: int) -> bytes:
     text = f'hello, "world" {n}\nsecond line' if n % 2 else f"plain {n}"
     if kind == "json":
-        doc: dict[str, Any] = {"uuid": u, "n": n, "text": text} if n >= 0 else {"uuid": u}
+        # "journal" is also a metadata column's name: the document's comes out as doc_journal.
+        doc: dict[str, Any] = ({"uuid": u, "n": n, "text": text, "journal": f"src-{n}"}
+                               if n >= 0 else {"uuid": u})
         return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow([u, n, text] if n >= 0 else [u, "", ""])
@@ -153,7 +155,8 @@ def read_records(address: str, journal: str, kind: str) -> list[tuple[int, list[
     if kind == "json":
         for line in text.splitlines(keepends=True):
             doc = json.loads(line)
-            records.append((offset, [doc["uuid"], str(doc.get("n", "")), doc.get("text", "")]))
+            records.append((offset, [doc["uuid"], str(doc.get("n", "")), doc.get("text", ""),
+                                     doc.get("journal", "")]))
             offset += len(line.encode())
         return records
     stream = io.StringIO(text, newline="")
@@ -166,11 +169,15 @@ def read_records(address: str, journal: str, kind: str) -> list[tuple[int, list[
 
 def expected_rows(address: str, journal: str, kind: str, written: Written
                   ) -> list[tuple[Any, ...]]:
-    """The committed records of `gazctl journals read`: each committed UUID's first record."""
+    """The committed records of `gazctl journals read`: each committed UUID's first record.
+
+    Rows are (journal, offset, uuid, producer, [doc_journal,] n, text), doc_journal
+    for JSON lines only.
+    """
     committed, seen = set(written.committed), set()
     rows = []
-    for offset, (u, n, text) in read_records(address, journal, kind):
+    for offset, (u, n, text, *source) in read_records(address, journal, kind):
         if u in committed and u not in seen:
             seen.add(u)
-            rows.append((journal, offset, u, UUID(u).bytes[10:].hex(), int(n), text))
+            rows.append((journal, offset, u, UUID(u).bytes[10:].hex(), *source, int(n), text))
     return rows

@@ -18,6 +18,7 @@ import pytest
 from gazette_core.local import s3 as local_s3
 from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
+from gazette_core.testing.etcd import free_port
 from spark_jobs import frame_export
 from spark_jobs.frame_rows import task_rows
 from spark_jobs.journals_frame import list_selection, plan_frame, read_journals
@@ -33,6 +34,8 @@ from tests.spark_jobs.frames_support import (
 
 P = "frames"
 MESSAGE_COLUMNS = ["journal", "offset", "uuid", "producer", "n", "text"]
+# Inferred from the documents, whose own "journal" field does not clash with the column's.
+JSON_COLUMNS = ["journal", "offset", "uuid", "producer", "doc_journal", "n", "text"]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +93,7 @@ def test_json_lines_of_every_codec_are_the_committed_messages_read(
         spark: Any, stack: Stack, address: str, written: dict[str, Written]) -> None:
     df = read_journals(spark, f"suite={P}, kind=json", broker=address, file_root=root(stack))
 
-    assert df.columns == MESSAGE_COLUMNS
+    assert df.columns == JSON_COLUMNS
     got = message_rows(df)
     expected = sorted(row for j in journals_of("json")
                       for row in expected_rows(address, j, "json", written[j]))
@@ -168,7 +171,8 @@ def test_export_parquet_and_csv_files_hold_the_same_rows(
     from_csv = spark.read.option("header", "true").option("multiLine", "true").schema(
         "journal STRING, offset LONG, uuid STRING, producer STRING, n LONG, text STRING"
     ).csv(str(tmp_path / "csv"))
-    assert message_rows(from_csv) == expected
+    # The schema given names n and text only: the documents' journal field is left out.
+    assert message_rows(from_csv) == [row[:4] + row[5:] for row in expected]
 
 
 def test_export_json_of_raw_journals_holds_their_bytes(
@@ -246,3 +250,20 @@ def test_the_export_job_runs_on_its_own_and_prints_a_json_summary(
             for line in part.read_text().splitlines()]
     assert sorted((d["journal"], d["offset"], d["uuid"]) for d in docs) == [
         row[:3] for row in expected_rows(address, journal, "csv", written[journal])]
+
+
+def test_an_unreachable_spark_master_is_one_line_with_a_hint(
+        stack: Stack, address: str, written: dict[str, Written], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Last in the module: asking for another master stops the module's session.
+    master = f"spark://127.0.0.1:{free_port()}"
+
+    code, out, err = run_main(capsys, "journals", "export", "-l", f"name={P}/raw/none",
+                              "--to", str(tmp_path / "out"), "--spark-master", master,
+                              "--broker.address", address, "--file-root", root(stack))
+
+    assert (code, out) == (1, "")
+    line = one_error_line(err)
+    assert line.startswith(f"error: cannot reach the Spark master at {master}: ")
+    assert line.endswith("(start the master, or export in this process with --spark-master "
+                         "local[*])")
