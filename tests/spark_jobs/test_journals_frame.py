@@ -82,7 +82,7 @@ def message_rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(row) for row in df.collect())
 
 
-def test_journals_persist_to_files_and_s3_and_keep_a_spool(
+def test_journals_persist_to_files_and_s3(
         address: str, written: dict[str, Written]) -> None:
     stores = {name: {f.backing_store.split(":")[0] for f in fragments(address, f"{P}/{name}")
                      if f.mod_time} for name, _, _, _ in JOURNALS}
