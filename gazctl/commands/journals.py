@@ -8,6 +8,7 @@ from gazctl.commands import (
     journals_append,
     journals_apply,
     journals_edit,
+    journals_export,
     journals_fragments,
     journals_list,
     journals_prune,
@@ -24,6 +25,7 @@ app.command("append")(journals_append.append)
 app.command("read")(journals_read.read)
 app.command("fragments")(journals_fragments.fragments)
 app.command("prune")(journals_prune.prune)
+app.command("export")(journals_export.export)
 app.command("reset-head")(journals_recovery.reset_head)
 app.command("suspend")(journals_suspend.suspend)
 app.command("store-health")(journals_recovery.store_health)

@@ -10,7 +10,7 @@ journal from the start again; consumers keep the state in their checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from gazette_core.message.interfaces import Envelope
@@ -20,20 +20,38 @@ from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequen
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
 
+Replay = Callable[[str, int, int], AsyncIterator[Envelope]]
+"""Reads (journal, begin, end) again as uncommitted envelopes."""
+
 
 async def read_committed(
     client: JournalClient, journal: str, new_message: NewMessage, *, offset: int = 0,
     block: bool = True, ring_size: int = 8192,
 ) -> AsyncIterator[Envelope]:
     """Committed envelopes of `journal` from `offset`; non-blocking reads end at the head."""
+    def replay(name: str, begin: int, end: int) -> AsyncIterator[Envelope]:
+        return read_uncommitted(client, name, begin, new_message, end=end)
+
+    source = read_uncommitted(client, journal, offset, new_message, block=block)
+    async for env in sequence_committed(source, replay, ring_size=ring_size):
+        yield env
+
+
+async def sequence_committed(
+    envelopes: AsyncIterator[Envelope], replay: Replay, *, ring_size: int = 8192,
+) -> AsyncIterator[Envelope]:
+    """The committed envelopes of a read of uncommitted ones, ACKs left out.
+
+    `replay(journal, begin, end)` reads a span again for commits whose
+    pending messages left the sequencer's ring.
+    """
     sequencer = Sequencer(ring_size=ring_size)
-    async for env in read_uncommitted(client, journal, offset, new_message, block=block):
+    async for env in envelopes:
         outcome = sequencer.queue_uncommitted(env)
         if outcome not in COMMIT_OUTCOMES:
             continue
         if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-            name, begin, end = sequencer.replay_range()
-            sequencer.start_replay(read_uncommitted(client, name, begin, new_message, end=end))
+            sequencer.start_replay(replay(*sequencer.replay_range()))
         # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
         skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
         while await sequencer.step():

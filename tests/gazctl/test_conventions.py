@@ -96,6 +96,8 @@ def test_a_selector_matching_nothing_exits_3_everywhere(
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     extra = ["-i", str(empty)] if path.endswith(" append") else []
+    if path.endswith(" export"):
+        extra = ["--to", str(tmp_path / "out")]
 
     code, out, err = run_main(capsys, *path.split()[1:], "-l", "name=conv/none", *extra,
                               "--broker.address", address)
