@@ -17,6 +17,7 @@ from gazctl.commands.attach_uuids import attach_uuids
 from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
+from gazctl.commands.shards import app as shards_app
 from gazctl.connection import add_connection_options
 from gazctl.render import print_error, print_usage_error
 from gazctl.usage import INTERRUPTED, USAGE
@@ -26,7 +27,8 @@ PACKAGE = "gazette-py"
 
 app = typer.Typer(
     name="gazctl",
-    help="Operate Gazette brokers: journals, fragments and a local development stack.\n\n"
+    help="Operate Gazette brokers and consumers: journals, fragments, shards and a local "
+         "development stack.\n\n"
          "Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong (nothing "
          "was done), 3 the selector matched no journal or nothing was done, 130 interrupted. "
          "-o/--output is always an output format; durations are Go durations or seconds.",
@@ -56,6 +58,7 @@ def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
 
 
 app.add_typer(journals_app, name="journals")
+app.add_typer(shards_app, name="shards")
 app.add_typer(local_app, name="local")
 app.command("print-config")(print_config)
 app.command("attach-uuids")(attach_uuids)

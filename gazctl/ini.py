@@ -7,6 +7,9 @@ and keys follow Go's gazctl, e.g.
     [journals.Broker]
     Address = http://broker.example:8080
 
+    [shards.Consumer]
+    Address = http://consumer.example:9000
+
 Section names are case-insensitive, and a key may be written as Go's field
 name (`Address`, `AuthToken`) or as the long flag (`broker.address`). Unlike
 Go, a flag or environment variable always wins over the file, and a key we
@@ -35,8 +38,15 @@ KNOWN = {
     "zone": ("journals", "Zone", "ZONE"),
     # Not in Go's gazctl: the brokers' --broker.file-root, for `journals prune`.
     "fileroot": ("journals.Broker", "FileRoot", "BROKER_FILE_ROOT"),
+    # The consumer settings of `shards` commands, keyed with a "consumer" prefix.
+    "consumeraddress": ("shards.Consumer", "Address", "CONSUMER_ADDRESS"),
+    "consumercertfile": ("shards.Consumer", "CertFile", "CONSUMER_CERT_FILE"),
+    "consumercertkeyfile": ("shards.Consumer", "CertKeyFile", "CONSUMER_CERT_KEY_FILE"),
+    "consumertrustedcafile": ("shards.Consumer", "TrustedCAFile", "CONSUMER_TRUSTED_CA_FILE"),
+    "consumerauthkeys": ("shards.Consumer", "AuthKeys", "CONSUMER_AUTH_KEYS"),
+    "consumerauthtoken": ("shards.Consumer", "AuthToken", "CONSUMER_AUTH_TOKEN"),
 }
-SECRETS = frozenset({"authkeys", "authtoken"})
+SECRETS = frozenset({"authkeys", "authtoken", "consumerauthkeys", "consumerauthtoken"})
 
 
 @dataclass
@@ -58,6 +68,14 @@ def normalise(key: str) -> str:
     return key.replace("-", "").replace("_", "").replace(".", "")
 
 
+def _key_in(section: str, key: str) -> str:
+    """The normalised key of `key` in `section`: consumer settings get their prefix."""
+    norm = normalise(key)
+    if section.lower() in ("shards", "shards.consumer"):
+        return "consumer" + norm.removeprefix("consumer")
+    return norm
+
+
 def candidates() -> list[Path]:
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return [Path.cwd() / FILE_NAME, Path(config_home) / "gazette" / FILE_NAME]
@@ -77,8 +95,9 @@ def load() -> IniFile:
     ini = IniFile(path)
     for section in parser.sections():
         for key, value in parser.items(section):
-            norm = normalise(key)
-            if norm in KNOWN and section.lower() in (KNOWN[norm][0].lower(), "journals"):
+            norm = _key_in(section, key)
+            if norm in KNOWN and section.lower() in (KNOWN[norm][0].lower(), "journals",
+                                                     "shards"):
                 ini.values[norm] = value
             else:
                 stderr.print(f"warning: {path}: ignoring unknown key {key!r} in [{section}]",

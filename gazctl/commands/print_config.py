@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 
 from gazctl.config import BrokerAddress, resolve_address
-from gazctl.connection import SETTINGS, setting
+from gazctl.connection import ALL_SETTINGS, setting
 from gazctl.ini import KNOWN, SECRETS, IniFile
 from gazctl.ini import load as load_ini
 from gazctl.render import stdout
 
 REDACTED = "<redacted>"
 # gazctl.ini key -> the connection setting (gazctl.connection) that also has a flag
-CONNECTION = {key: name for name, (_, _, key, _) in SETTINGS.items()}
+CONNECTION = {key: name for name, (_, _, key, _) in ALL_SETTINGS.items()}
 
 
 def print_config(address: str | None = BrokerAddress) -> None:

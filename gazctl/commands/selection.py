@@ -23,9 +23,9 @@ class NoMatchError(GazetteError):
     exit_code = NOTHING
 
     @classmethod
-    def of(cls, text: str) -> NoMatchError:
-        """The error of selector `text` (possibly empty: every journal) matching none."""
-        return cls(f"no journals match {text!r}" if text.strip() else "there are no journals")
+    def of(cls, text: str, what: str = "journals") -> NoMatchError:
+        """The error of selector `text` (possibly empty: all of `what`) matching none."""
+        return cls(f"no {what} match {text!r}" if text.strip() else f"there are no {what}")
 
 
 def selector_of(text: str) -> pb.LabelSelector:

@@ -324,6 +324,15 @@ def _set_active(directory: Path) -> None:
 
 def active_broker_address() -> str | None:
     """The first live broker of the most recently started local stack, if any."""
+    return _first_live("broker")
+
+
+def active_consumer_address() -> str | None:
+    """The first live consumer of the most recently started local stack, if any."""
+    return _first_live("consumer")
+
+
+def _first_live(role: str) -> str | None:
     try:
         directory = Path((POINTER / "active-stack").read_text().strip())
     except OSError:
@@ -331,9 +340,9 @@ def active_broker_address() -> str | None:
     stack = Stack.load(directory)
     if stack is None:
         return None
-    for b in stack.brokers:
-        if processes.alive(b.pid, b.marker):
-            return b.endpoint
+    for p in stack.processes:
+        if p.role == role and processes.alive(p.pid, p.marker):
+            return p.endpoint
     return None
 
 

@@ -33,7 +33,8 @@ from gazette_core.broker.journalspace.yaml_values import (
 )
 from gazette_core.errors import ValidationError
 
-__all__ = ["dump_tree", "load_tree", "spec_from_yaml_dict", "spec_to_yaml_dict"]
+__all__ = ["dump_tree", "dump_yaml", "load_tree", "parse_yaml", "spec_from_yaml_dict",
+           "spec_to_yaml_dict"]
 
 TREE_KEYS = ("delete", "revision", "comment", "children")
 # Far deeper than any journal tree; decoding recurses per level, and the YAML parser
@@ -52,6 +53,15 @@ def _yaml() -> YAML:
 
 def load_tree(text: str) -> Node:
     """Decodes a journal tree; an empty document is an empty root."""
+    data = parse_yaml(text)
+    if data is None:
+        return Node()
+    return _decode_node(data, "", None)
+
+
+def parse_yaml(text: str) -> Any:
+    """The document of `text`, with position marks; syntax errors and nesting deeper
+    than MAX_DEPTH are ValidationErrors with their line (shared with shard sets)."""
     try:
         data = _yaml().load(text)
     except RecursionError:
@@ -63,11 +73,9 @@ def load_tree(text: str) -> Node:
         raise ValidationError("", f"invalid YAML{where}: {problem}") from err
     except YAMLError as err:
         raise ValidationError("", f"invalid YAML: {err}") from err
-    if data is None:
-        return Node()
-    if _depth(data) > MAX_DEPTH:
+    if data is not None and _depth(data) > MAX_DEPTH:
         raise ValidationError("", TOO_DEEP)
-    return _decode_node(data, "", None)
+    return data
 
 
 def _depth(data: Any) -> int:
@@ -112,8 +120,13 @@ def _decode_tree_field(node: Node, key: str, data: Any, node_path: str) -> None:
 
 def dump_tree(node: Node) -> str:
     """Encodes a journal tree; an empty root is `{}`."""
+    return dump_yaml(_encode_node(node))
+
+
+def dump_yaml(data: Any) -> str:
+    """`data` as block-style YAML, long strings kept on one line (shared with shard sets)."""
     stream = io.StringIO()
-    _yaml().dump(_encode_node(node), stream)
+    _yaml().dump(data, stream)
     return stream.getvalue()
 
 

@@ -1,0 +1,204 @@
+"""`gazctl shards list`: shards matching a selector, as a table, YAML, JSON or proto text.
+
+A shard's status is the worst of its replicas' (IDLE < BACKFILL < STANDBY <
+PRIMARY < FAILED; IDLE without replicas). `--lag` asks the shard's primary
+how far it has read each source (Stat) and the brokers for each source's
+write head; the difference is what the shard has yet to read. With --watch
+the listing is repeated whenever it changes, until interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import sys
+from dataclasses import dataclass
+
+import typer
+from google.protobuf import text_format
+from rich.live import Live
+
+from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.config import BrokerAddress, OutputFormat, Timeout
+from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
+from gazctl.render import json_line, message_dict, stdout, table, table_of
+from gazette_core.broker.client.journals import fetch_write_head
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.labels_ext import values_of
+from gazette_core.consumer.client import list_shards, stat_shard
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.shardspace import dump_set, hoist
+
+WATCH_INTERVAL_S = 1.0  # the Shard API has no watch: --watch lists again this often
+Lags = dict[str, dict[str, int]]  # shard id -> source journal -> bytes behind its head
+
+
+class Format(enum.StrEnum):
+    table = "table"
+    yaml = "yaml"
+    json = "json"
+    proto = "proto"
+
+
+@dataclass
+class Options:
+    output: Format
+    primary: bool
+    replicas: bool
+    rf: bool
+    lag: bool
+    label_columns: list[str]
+
+
+def list_shards_cmd(
+    selector: str = ShardSelector,
+    output: Format = OutputFormat(Format.table),
+    primary: bool = typer.Option(False, "-p", "--primary",
+                                 help="Show the primary consumer and its status."),
+    replicas: bool = typer.Option(False, "-r", "--replicas",
+                                  help="Show the other consumers of each shard and their "
+                                       "statuses."),
+    rf: bool = typer.Option(False, "--rf", help="Show the replication factor (hot standbys "
+                                               "+ 1; 0 when disabled)."),
+    label_columns: list[str] = typer.Option([], "-L", "--label-columns",
+                                            help="Label to show as a column (repeatable)."),
+    lag: bool = typer.Option(False, "--lag",
+                             help="Show the bytes each shard has yet to read of each source, "
+                                  "and their total (asks the brokers for write heads)."),
+    watch: bool = typer.Option(False, "--watch",
+                               help="Keep listing: print the shards again on every change "
+                                    "(in place in a terminal) until interrupted."),
+    consumer: str | None = ConsumerAddress,
+    broker: str | None = BrokerAddress,
+    timeout: str = Timeout,
+) -> None:
+    """List shards with their statuses and routes. JSON output is one shard per line.
+
+    Exits 3 when the selector matches no shard (--watch waits for some instead).
+    """
+    sel = selector_of(selector)
+    options = Options(output, primary, replicas, rf, lag, label_columns)
+    if watch:
+        run_shards(consumer, lambda c: _watch(c, sel, options), timeout,
+                   broker=broker, with_broker=lag)
+        return
+    resp, lags = run_shards(consumer, lambda c: _listing(c, sel, lag), timeout,
+                            broker=broker, with_broker=lag)
+    if not resp.shards:
+        raise NoMatchError.of(selector, "shards")
+    _print(resp, lags, options)
+
+
+async def _listing(clients: Clients, sel: pb.LabelSelector, lag: bool
+                   ) -> tuple[cpb.ListResponse, Lags]:
+    resp = await list_shards(clients.shards, sel)
+    return resp, (await lags_of(clients, resp) if lag else {})
+
+
+async def lags_of(clients: Clients, resp: cpb.ListResponse) -> Lags:
+    """Each shard's bytes behind each source's write head, a shard at a time.
+
+    A shard without a ready primary cannot be Stat'ed, which fails the listing.
+    """
+    heads: dict[str, int] = {}
+    lags: Lags = {}
+    for shard in resp.shards:
+        stat = await stat_shard(clients.shards, shard.spec.id)
+        # A source the shard has read nothing of yet is missing from Stat: it is
+        # behind by all of its content past min_offset.
+        offsets = {s.journal: s.min_offset for s in shard.spec.sources}
+        offsets.update(stat.read_through)
+        lags[shard.spec.id] = {}
+        for journal, offset in sorted(offsets.items()):
+            if journal not in heads:
+                heads[journal] = await fetch_write_head(clients.brokers(), journal)
+            lags[shard.spec.id][journal] = max(heads[journal] - offset, 0)
+    return lags
+
+
+async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> None:
+    """Print every changed listing: a terminal's table is redrawn in place, a pipe gets all."""
+    live = (Live(console=stdout, auto_refresh=False)
+            if stdout.is_terminal and options.output is Format.table else None)
+    last: tuple[bytes, Lags] | None = None
+    with live or contextlib.nullcontext():
+        while True:
+            resp, lags = await _listing(clients, sel, options.lag)
+            seen = (_without_header(resp), lags)
+            if seen != last:
+                last = seen
+                if live is not None:
+                    live.update(table_of(*_table(resp, lags, options)), refresh=True)
+                elif resp.shards:
+                    if options.output is Format.yaml:
+                        stdout.out("---")  # one YAML document per listing
+                    _print(resp, lags, options)
+                    sys.stdout.flush()
+            await asyncio.sleep(WATCH_INTERVAL_S)
+
+
+def _without_header(resp: cpb.ListResponse) -> bytes:
+    """The listing without its header, whose revision moves on every Etcd write."""
+    copy = cpb.ListResponse()
+    copy.CopyFrom(resp)
+    copy.ClearField("header")
+    return copy.SerializeToString(deterministic=True)
+
+
+def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
+    if options.output is Format.yaml:
+        listed = [(s.spec, s.mod_revision) for s in resp.shards]
+        stdout.out(dump_set(hoist(listed)), end="")
+    elif options.output is Format.json:
+        for s in resp.shards:
+            json_line(message_dict(s))
+    elif options.output is Format.proto:
+        stdout.out(text_format.MessageToString(resp), end="")
+    else:
+        table(*_table(resp, lags, options))
+
+
+def status_of(shard: cpb.ListResponse.Shard) -> int:
+    """The shard's reduced status: its worst replica's, IDLE when it has none."""
+    return max((s.code for s in shard.status), default=cpb.ReplicaStatus.IDLE)
+
+
+def _code(code: int) -> str:
+    return cpb.ReplicaStatus.Code.Name(code)  # type: ignore[arg-type]
+
+
+def _table(resp: cpb.ListResponse, lags: Lags, options: Options
+           ) -> tuple[list[str], list[list[str]]]:
+    cols = ["ID", "Status", *(["RF"] if options.rf else []),
+            *(["Primary"] if options.primary else []),
+            *(["Replicas"] if options.replicas else []), *options.label_columns,
+            *(["Lag"] if options.lag else [])]
+    rows = [_row(s, lags, options) for s in resp.shards]
+    if options.lag:
+        total = sum(sum(by_source.values()) for by_source in lags.values())
+        rows.append(["total", "", *[""] * (len(cols) - 3), str(total)])
+    return cols, rows
+
+
+def _member(shard: cpb.ListResponse.Shard, index: int) -> str:
+    code = shard.status[index].code if index < len(shard.status) else cpb.ReplicaStatus.IDLE
+    return f"{shard.route.members[index].suffix}:{_code(code)}"
+
+
+def _row(shard: cpb.ListResponse.Shard, lags: Lags, options: Options) -> list[str]:
+    route = shard.route
+    row = [shard.spec.id, _code(status_of(shard))]
+    if options.rf:
+        row.append("0" if shard.spec.disable else str(shard.spec.hot_standbys + 1))
+    if options.primary:
+        row.append(_member(shard, route.primary) if route.primary >= 0 else "<none>")
+    if options.replicas:
+        row.append(",".join(_member(shard, i) for i in range(len(route.members))
+                            if i != route.primary) or "<none>")
+    for name in options.label_columns:
+        row.append(",".join(values_of(shard.spec.labels, name)) or "<none>")
+    if options.lag:
+        row.append(", ".join(f"{j}:{n}" for j, n in lags.get(shard.spec.id, {}).items())
+                   or "<none>")
+    return row

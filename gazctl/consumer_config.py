@@ -1,0 +1,138 @@
+"""Where `gazctl shards` commands find their consumer, and how they run one command's RPCs.
+
+The consumer address comes from, in order: `--consumer.address`,
+`$CONSUMER_ADDRESS`, gazctl.ini (`[shards.Consumer] Address`), the first live
+consumer of the stack started by `gazctl local up --consumers N`, then
+http://localhost:8080 (Go's default). Like the broker address it may list
+several endpoints, the first live one being used. Commands that also need
+brokers (`list --lag`, `apply` and `edit` check the journals shards name)
+take `--broker.address` too and get a Journal stub beside the Shard stub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from gazctl.config import DEFAULT_ADDRESS, broker_addresses, connect_timeout
+from gazctl.connection import UNAUTHENTICATED_HINT, client_config
+from gazctl.endpoints import connects, pick_live
+from gazctl.ini import load as load_ini
+from gazctl.interrupts import run as run_interruptible
+from gazctl.usage import UsageError
+from gazette_core.broker.client.channel import (
+    close_channels,
+    journal_stub,
+    split_addresses,
+    use_client_config,
+)
+from gazette_core.consumer.client import shard_stub
+from gazette_core.errors import RPCError, UnavailableError
+from gazette_core.local.stack import active_consumer_address
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+T = TypeVar("T")
+
+ConsumerAddress = typer.Option(
+    None, "--consumer.address", envvar="CONSUMER_ADDRESS", show_envvar=True,
+    help="Consumer endpoint URL, or several separated by commas (the first live one is "
+         "used). Defaults to the first consumer of the stack started by `gazctl local up "
+         "--consumers N`, else http://localhost:8080.")
+
+
+ShardSelector = typer.Option("", "-l", "--selector",
+                             help="Label selector of the shards, e.g. 'id=clicks-000' or "
+                                  "'app=clicks'; empty for every shard.")
+RequiredShardSelector = typer.Option(..., "-l", "--selector",
+                                     help="Label selector of the shards, e.g. 'id=clicks-000' "
+                                          "or 'app=clicks'.")
+
+
+@dataclass
+class Clients:
+    """The stubs of one shards command: the consumer's Shard API, and brokers when asked for."""
+
+    shards: Any  # consumer_pb2_grpc.ShardStub
+    journals: JournalAsyncStub | None = None
+
+    def brokers(self) -> JournalAsyncStub:
+        assert self.journals is not None, "the command was run without with_broker"
+        return self.journals
+
+
+def resolve_consumer_address(flag: str | None) -> tuple[str, str]:
+    """The consumer address and where it came from (the flag includes $CONSUMER_ADDRESS)."""
+    if flag:
+        return flag, "flag or $CONSUMER_ADDRESS"
+    ini = load_ini()
+    if (value := ini.get("consumeraddress")) is not None:
+        return value, str(ini.path)
+    if (active := active_consumer_address()) is not None:
+        return active, "the active local stack"
+    return DEFAULT_ADDRESS, "default"
+
+
+def consumer_addresses(flag: str | None) -> list[str]:
+    """Every endpoint of the consumer address, in order."""
+    text = resolve_consumer_address(flag)[0]
+    if not (targets := split_addresses(text)):
+        raise UsageError("--consumer.address", f"expected an endpoint URL, got {text!r}")
+    return targets
+
+
+def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
+               timeout: str = "10s", *, broker: str | None = None,
+               with_broker: bool = False) -> T:
+    """Run `body` with a Shard stub (and, `with_broker`, a Journal stub).
+
+    Each side must accept a connection within `timeout`; an unreachable one
+    is a clear error naming it, as in `gazctl.config.run`.
+    """
+    consumers = consumer_addresses(consumer)
+    brokers = broker_addresses(broker) if with_broker else []
+    limit = connect_timeout(timeout)
+    shard_config, broker_config = client_config("consumer"), client_config("broker")
+
+    async def main() -> T:
+        use_client_config(broker_config)  # brokers' routed calls included
+        try:
+            target = await _live("consumer", consumers, limit)
+            clients = Clients(shard_stub(target, shard_config))
+            if with_broker:
+                clients.journals = journal_stub(await _live("broker", brokers, limit))
+            try:
+                return await body(clients)
+            except UnavailableError as exc:
+                if await connects(target, limit):
+                    raise
+                raise _unreachable("consumer", target, str(exc)) from None
+            except RPCError as exc:
+                if exc.code == "UNAUTHENTICATED":
+                    exc.hint = UNAUTHENTICATED_HINT.replace("broker", "consumer").replace(
+                        "BROKER", "CONSUMER")
+                raise
+        finally:
+            await close_channels()
+
+    return run_interruptible(main())
+
+
+async def _live(role: str, targets: list[str], limit: float) -> str:
+    try:
+        return await pick_live(targets, limit)
+    except TimeoutError:
+        raise _unreachable(role, ", ".join(targets), f"no connection within {limit:g}s"
+                           ) from None
+
+
+def _unreachable(role: str, target: str, reason: str) -> UnavailableError:
+    err = UnavailableError(f"cannot reach {role} at {target}: {reason}")
+    start = ("`gazctl local up --consumers 1 --app MOD:ATTR`" if role == "consumer"
+             else "`gazctl local up`")
+    err.hint = f"start one with {start}, set --{role}.address, or raise --timeout"
+    return err
