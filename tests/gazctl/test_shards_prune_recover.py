@@ -66,14 +66,14 @@ async def install(h: ConsumerHarness) -> None:
             spec.fragment.length = 2048
             spec.fragment.compression_codec = pb.NONE
     await h.apply_journals(specs)
-    shards = {s.id: s for s in example_shards("stream_sum") if s.id in (A, B)}
-    for shard_id, spec in shards.items():
+    shards = [s for s in example_shards("stream_sum") if s.id in (A, B)]
+    for spec in shards:
         spec.hot_standbys = 0
         spec.hint_backups = 1
         del spec.labels.labels[:]
         spec.labels.labels.add(name="store", value="json")
         spec.labels.labels.add(name="suite", value=SUITE)
-    await h.create_shards(*shards.values(), create_logs=False)
+    await h.create_shards(*shards, create_logs=False)
 
 
 async def feed(h: ConsumerHarness, streams: int, seed: int) -> None:
