@@ -9,7 +9,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import allocator_bench, broker_bench, ceiling, consume_bench, recoverylog_bench
+from bench import (
+    allocator_bench,
+    broker_bench,
+    ceiling,
+    consume_bench,
+    recoverylog_bench,
+    shards_prune_bench,
+)
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.client.routing import Router
@@ -95,6 +102,8 @@ def main() -> None:
             local_stack.down(three.directory)
             # Consumers on stacks of their own (consume_bench says which).
             result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"]))
+            # Recovery-log pruning on Spark against its serial delete loop (own stack).
+            result.update(shards_prune_bench.run(Path(tmp)))
         finally:
             server.terminate()
             for name in ("single", "three"):
