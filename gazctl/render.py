@@ -27,6 +27,7 @@ from rich.progress import (
 from rich.table import Table
 from typer._click import exceptions as click  # Typer ships its own copy of click.
 
+from gazette_core.consumer.api_errors import ShardStatusError
 from gazette_core.errors import GazetteError, StatusError, ValidationError
 
 stdout = Console(soft_wrap=True)
@@ -40,6 +41,8 @@ def print_error(exc: BaseException) -> None:
         text = f"invalid input: {exc}"
     elif isinstance(exc, StatusError):
         text = f"broker refused: {exc}"
+    elif isinstance(exc, ShardStatusError):
+        text = f"consumer refused: {exc}"
     elif isinstance(exc, GazetteError):
         text = str(exc)
     else:

@@ -1,0 +1,34 @@
+"""The options and input file of `journals apply` and `shards apply`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from gazctl.usage import UsageError
+
+MaxTxnSize = typer.Option(0, "--max-txn-size", min=0,
+                          help="Most changes per Etcd transaction (0: no limit).")
+
+
+def SpecsFile(noun: str) -> Any:
+    """The `--specs` option: a YAML file of `noun` specs, or - for stdin."""
+    return typer.Option("-", "--specs", help=f"YAML file of {noun} specs; - for stdin.")
+
+
+def DryRun(noun: str) -> Any:
+    return typer.Option(False, "--dry-run",
+                        help=f"Show each {noun}'s changes against the cluster only.")
+
+
+def read_specs(path: str) -> str:
+    """The text of `--specs`: the file, or stdin for -."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UsageError("--specs", f"cannot read {path!r}: {exc.strerror}") from None

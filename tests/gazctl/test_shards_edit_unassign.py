@@ -1,0 +1,183 @@
+"""`gazctl shards edit` (with a scripted editor) and `shards unassign`, on real consumers.
+
+The editor is a small Python program run in place of vi. Each time it is
+opened it saves a copy of what it was shown, then applies the next step of
+its script: text replacements, emptying the file, or first running gazctl
+(someone else changing the shards while the file is open).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gazette_core.local.stack import Stack
+from tests.gazctl.shards_support import (
+    LOGS,
+    log_journals,
+    primary_of,
+    shard_stack,
+    shard_yaml,
+    shards,
+    wait_primaries,
+)
+from tests.gazctl.support import ok, one_error_line, run_main
+
+EDITOR = """\
+import json, subprocess, sys
+from pathlib import Path
+target, state = Path(sys.argv[-1]), Path(sys.argv[1])
+steps = json.loads((state / "steps.json").read_text())
+opened = len(list(state.glob("opened-*")))
+text = target.read_text()
+(state / f"opened-{opened}").write_text(text)
+step = steps[opened]
+if step == "empty":
+    text = ""
+else:
+    if isinstance(step, dict):
+        subprocess.run([sys.executable, "-m", "gazctl.main", *step["argv"]],
+                       input=step["input"].encode(), check=True, capture_output=True)
+        step = step["replace"]
+    for old, new in step:
+        assert old in text, (old, text)
+        text = text.replace(old, new)
+target.write_text(text)
+"""
+
+
+class ScriptedEditor:
+    def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.directory = directory
+        program = directory / "editor.py"
+        program.write_text(EDITOR)
+        monkeypatch.setenv("GAZ_EDITOR", f"{sys.executable} {program} {directory}")
+
+    def script(self, *steps: object) -> None:
+        (self.directory / "steps.json").write_text(json.dumps(list(steps)))
+
+    def opened(self) -> list[str]:
+        count = len(list(self.directory.glob("opened-*")))
+        return [(self.directory / f"opened-{i}").read_text() for i in range(count)]
+
+    def warnings(self, index: int) -> list[str]:
+        return [line for line in self.opened()[index].splitlines() if line.startswith("#\u26a0")]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterator[Stack]:
+    with shard_stack(tmp_path_factory.mktemp("shards")) as s:
+        ok("journals", "apply", input=log_journals(*[f"edit-{i:03d}" for i in range(6)]))
+        ok("shards", "apply", input=shard_yaml(*[f"edit-{i:03d}" for i in range(6)]))
+        wait_primaries(s, "id:prefix=edit-")
+        yield s
+
+
+@pytest.fixture
+def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScriptedEditor:
+    return ScriptedEditor(tmp_path, monkeypatch)
+
+
+def test_saved_change_applies_only_the_changed_shard(stack: Stack,
+                                                     editor: ScriptedEditor) -> None:
+    before = {s.spec.id: s.mod_revision for s in shards(stack, "id:prefix=edit-00")}
+    editor.script([["- id: edit-001\n", "- id: edit-001\n  hot_standbys: 1\n"]])
+    result = ok("shards", "edit", "-l", "id in (edit-000, edit-001)")
+    shown = editor.opened()[0]
+    assert shown.startswith("#\u2699 Edit the shard specs below")
+    assert "common:\n" in shown and "- id: edit-000\n" in shown
+    assert result.stdout.splitlines()[-2] == "0 created, 1 changed, 1 unchanged, 0 deleted"
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
+    after = {s.spec.id: s for s in shards(stack, "id in (edit-000, edit-001)")}
+    assert after["edit-001"].spec.hot_standbys == 1
+    assert after["edit-000"].mod_revision == before["edit-000"]
+
+
+def test_invalid_edit_reopens_with_the_error_then_applies_the_fix(
+        stack: Stack, editor: ScriptedEditor) -> None:
+    editor.script([["max_txn_duration: 1s", "max_txn_duration: soon"]],
+                  [["max_txn_duration: soon", "max_txn_duration: 2s"]])
+    result = ok("shards", "edit", "-l", "id=edit-002")
+    warnings = editor.warnings(1)
+    assert warnings[0] == "#\u26a0 Nothing was applied: fix these errors and save again."
+    assert "max_txn_duration" in warnings[1] and "soon" in warnings[1]
+    assert "max_txn_duration: soon" in editor.opened()[1]  # the user's text, not a new listing
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
+    assert shards(stack, "id=edit-002")[0].spec.max_txn_duration.seconds == 2
+
+
+def test_a_missing_journal_reopens_naming_it(stack: Stack, editor: ScriptedEditor) -> None:
+    editor.script([[f"prefix: {LOGS}", "prefix: nowhere/logs"]],
+                  [["prefix: nowhere/logs", f"prefix: {LOGS}"], ["value: json", "value: sqlite"]])
+    result = ok("shards", "edit", "-l", "id=edit-003")
+    assert any("recovery log journal 'nowhere/logs/edit-003' does not exist" in line
+               for line in editor.warnings(1)), editor.opened()[1]
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
+    labels = shards(stack, "id=edit-003")[0].spec.labels.labels
+    assert [(lb.name, lb.value) for lb in labels] == [("store", "sqlite")]
+
+
+def test_refused_apply_reopens_with_the_consumers_answer(stack: Stack,
+                                                         editor: ScriptedEditor) -> None:
+    stale = shards(stack, "id=edit-004")[0].mod_revision
+    other = shard_yaml("edit-004", revision=-1, extra="  hint_backups: 3\n")
+    editor.script({"argv": ["shards", "apply"], "input": other,
+                   "replace": [["- id: edit-004\n", "- id: edit-004\n  hot_standbys: 1\n"]]},
+                  [[f"revision: {stale}", "revision: -1"]])
+    result = ok("shards", "edit", "-l", "id=edit-004")
+    assert any("ETCD_TRANSACTION_FAILED" in line for line in editor.warnings(1))
+    assert result.stdout.splitlines()[-1].startswith("applied 1 change(s) at revision ")
+    assert shards(stack, "id=edit-004")[0].spec.hot_standbys == 1
+
+
+def test_unchanged_or_emptied_file_applies_nothing(stack: Stack,
+                                                   editor: ScriptedEditor) -> None:
+    before = shards(stack, "id=edit-005")[0].mod_revision
+    editor.script([], "empty")
+    assert ok("shards", "edit", "-l", "id=edit-005").stdout == "Cancelled; nothing to do.\n"
+    assert ok("shards", "edit", "-l", "id=edit-005").stdout == "Cancelled; empty file.\n"
+    assert shards(stack, "id=edit-005")[0].mod_revision == before
+
+
+def test_edit_needs_a_selector_that_matches(stack: Stack,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(capsys, "shards", "edit", "-l", "id=nothing-here")
+    assert (code, one_error_line(err)) == (3, "error: no shards match 'id=nothing-here'")
+
+
+def test_unassign_dry_run_changes_nothing_and_failed_only_finds_none(
+        stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    before = shards(stack, "id=chunks-part-000")[0]
+    out = ok("shards", "unassign", "-l", "id=chunks-part-000", "--dry-run").stdout
+    assert out.startswith("would unassign chunks-part-000 (was PRIMARY on consumer-"), out
+    code, _, err = run_main(capsys, "shards", "unassign", "-l", "id=chunks-part-000",
+                            "--failed")
+    assert (code, one_error_line(err)) == (
+        3, "error: no selected shard has a failed replica")
+    after = shards(stack, "id=chunks-part-000")[0]
+    assert (after.route, after.mod_revision) == (before.route, before.mod_revision)
+
+
+def test_unassign_moves_the_primary_to_another_consumer(stack: Stack) -> None:
+    first = primary_of(shards(stack, "id=chunks-part-001")[0])
+    members = _members(stack)
+    out = ok("shards", "unassign", "-l", "id=chunks-part-001").stdout
+    assert out == f"unassigned chunks-part-001 (was PRIMARY on {members})\n"
+    deadline = time.monotonic() + 30
+    while (now := primary_of(shards(stack, "id=chunks-part-001")[0])) in ("", first):
+        assert time.monotonic() < deadline, "the primary never moved"
+        time.sleep(0.1)
+    assert now in ("consumer-1", "consumer-2") and now != first
+
+
+def _members(stack: Stack) -> str:
+    """What unassign prints of chunks-part-001's replicas, as listed now."""
+    shard = shards(stack, "id=chunks-part-001")[0]
+    codes = {300: "PRIMARY", 200: "STANDBY", 100: "BACKFILL", 0: "IDLE", 400: "FAILED"}
+    return ", ".join(f"{m.suffix}:{codes[s.code]}"
+                     for m, s in zip(shard.route.members, shard.status, strict=True))
