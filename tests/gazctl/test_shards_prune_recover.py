@@ -213,6 +213,10 @@ async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
         sums = await h.read_committed(SUMS_JOURNAL, lambda _: Sum())
         assert len(sums) == 24 + 24 + 12
         assert len({(s.id, s.seq_no) for s in sums if isinstance(s, Sum)}) == len(sums)
+        # The table lists each restored file with its size.
+        listing = await gazctl(h, "recover", "--id", A, "-d", str(tmp_path / "3"))
+        rows = [line.split() for line in listing.splitlines()[1:]]
+        assert rows == [[path, str(len(data))] for path, data in tree(tmp_path / "3").items()]
 
 
 async def test_recover_errors_are_one_line_and_leave_no_directory(tmp_path: Path,
