@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from examples.shardspace import load_shards
 from gazette_core.broker.journalspace.pushdown import push_down
 from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.shardspace import load_set, to_apply_request
+from gazette_core.consumer.shardspace import push_down as push_down_shards
 
 HERE = Path(__file__).parent
 
@@ -24,3 +25,8 @@ def example_journals(example: str, replication: int | None = None) -> list[pb.Jo
 
 def example_shards(example: str) -> list[cpb.ShardSpec]:
     return load_shards((HERE / example / "shards.yaml").read_text())
+
+
+def load_shards(text: str) -> list[cpb.ShardSpec]:
+    """The shards of a shard set (`gazctl shards apply` YAML), pushed down and validated."""
+    return [c.upsert for c in to_apply_request(push_down_shards(load_set(text))).changes]

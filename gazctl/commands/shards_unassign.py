@@ -22,6 +22,7 @@ from gazctl.usage import NothingDone
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.client import list_shards, unassign
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.errors import GazetteError
 
 BATCH = 100
 LIMIT_S = 10.0
@@ -61,10 +62,14 @@ async def _unassign(clients: Clients, sel: pb.LabelSelector, failed: bool, dry_r
     listed = list((await list_shards(clients.shards, sel)).shards)
     ids = [s.spec.id for s in listed]
     touched: list[str] = []
-    async with asyncio.timeout(LIMIT_S):
-        for start in range(0, len(ids), BATCH):
-            touched += await unassign(clients.shards, ids[start:start + BATCH],
-                                      only_failed=failed, dry_run=dry_run, timeout=LIMIT_S)
+    try:
+        async with asyncio.timeout(LIMIT_S):
+            for start in range(0, len(ids), BATCH):
+                touched += await unassign(clients.shards, ids[start:start + BATCH],
+                                          only_failed=failed, dry_run=dry_run, timeout=LIMIT_S)
+    except TimeoutError:
+        done = f"; unassigned before then: {', '.join(touched)}" if touched else ""
+        raise GazetteError(f"unassign did not finish within {LIMIT_S:g}s{done}") from None
     return listed, touched
 
 

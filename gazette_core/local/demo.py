@@ -104,10 +104,10 @@ def consumers() -> None:
           "standby each.", flush=True)
     gazctl("local", "up", "--consumers", "2", "--app", "examples.stream_sum:Summer")
     gazctl("journals", "apply", "--specs", f"{STREAM_SUM}/journals.yaml")
-    run(["python", "-m", "examples.shardspace", "apply", f"{STREAM_SUM}/shards.yaml"],
-        ["-m", "examples.shardspace", "apply", f"{STREAM_SUM}/shards.yaml"])
+    gazctl("shards", "apply", "--specs", f"{STREAM_SUM}/shards.yaml")
     run(["python", "-m", "examples.stream_sum.chunker", "--streams", "200"],
         ["-m", "examples.stream_sum.chunker", "--streams", "200"])
+    gazctl("shards", "list", "-p", "-r", "--lag")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.shardspace import load_shards
+from examples.specs import load_shards
 from examples.stream_sum import crc64
 from examples.stream_sum.names import PARTITIONS, partition
 from examples.stream_sum.tally import Tally
