@@ -26,6 +26,7 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog.hints import live_log_segments
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from gazette_core.testing.consumer_inprocess import InProcessConsumer
+from spark_jobs import shards_prune
 from spark_jobs.session import stop_session
 from tests.gazctl.support import gazctl as gazctl_process
 from tests.gazctl.support import isolated_env, ok, one_error_line
@@ -161,7 +162,7 @@ async def gazctl(h: ConsumerHarness, *args: str) -> str:
 
 
 async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     async with consumer_harness(Summer, consumers=0) as h:
         await add_consumer(h)
         await install(h)
@@ -177,6 +178,18 @@ async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
         assert doomed, "the test needs fragments no hints need"
         before = json.loads(await gazctl(h, "recover", "--id", A, "-d", str(tmp_path / "1"),
                                          "-o", "json"))
+
+        # The spark-submit entry point, dry: the same audit lines, would-be deletions.
+        capsys.readouterr()
+        code = await asyncio.to_thread(shards_prune.main, [
+            "--consumer.address", h.live[0].endpoint, "--broker.address", h.broker_endpoint,
+            "-l", f"suite={SUITE}", "--dry-run", "--file-root", str(h.directory / "fragments")])
+        dry = capsys.readouterr().out.splitlines()
+        assert code == 0
+        assert [(a["begin"], a["outcome"]) for a in map(json.loads, dry[:-1])] == [
+            (f.begin, "would_prune") for f in doomed]
+        assert json.loads(dry[-1])["dry_run"] is True
+        assert on_disk(h, LOG_A) == files_before[LOG_A]
 
         out = (await gazctl(h, "prune", "-l", f"suite={SUITE}", "-o", "json", "--file-root",
                             str(h.directory / "fragments"))).splitlines()
