@@ -3,8 +3,9 @@
 The driver lists the selected shards through a consumer and gathers each
 one's primary and backup hints (`gather_hints`), folds them into live
 segments per recovery log (`shards_prune_plan.plan_segments`, pure) and
-looks up each log's spec through a broker: a missing or suspended log is
-skipped and the summary says why. Executors then take one log each: they
+looks up each log's spec through a broker: a missing or suspended log, or
+one with a store the broker finds unhealthy (FragmentStoreHealth, without
+the delete probe), is skipped and the summary says why. Executors then take one log each: they
 list its fragments through the broker, classify them against the log's
 segments (`shards_prune_plan.plan_log`, pure) and delete the prunable ones
 from their stores (`prune_partition`), answering a record per log and per
@@ -31,8 +32,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
+
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
+from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.broker.protocol.labels_ext import parse_selector
@@ -135,6 +139,25 @@ async def log_specs(broker: Any, logs: Iterable[str], timeout: float = DEFAULT_T
     return {n: s for n, s in zip(names, found, strict=True) if s is not None}
 
 
+async def unhealthy_stores(broker: Any, stores: Iterable[str],
+                           timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+    """Why each of `stores` that the broker finds unhealthy is so (no delete probe)."""
+    async def one(store: str) -> str:
+        req = pb.FragmentStoreHealthRequest(fragment_store=store)
+        try:
+            resp = await broker.FragmentStoreHealth(req, timeout=timeout)
+        except grpc.aio.AioRpcError as err:
+            return f"checking store {store}: {from_rpc_error(err, 'FragmentStoreHealth')}"
+        if resp.status == pb.OK:
+            return ""
+        detail = f": {resp.store_health_error}" if resp.store_health_error else ""
+        return f"store {store} is not healthy ({pb.Status.Name(resp.status)}){detail}"
+
+    names = sorted(set(stores))
+    problems = await asyncio.gather(*(one(s) for s in names))
+    return {s: p for s, p in zip(names, problems, strict=True) if p}
+
+
 @dataclass
 class Gathered:
     """What the driver hands to executors: the logs to prune with their segments."""
@@ -150,14 +173,19 @@ async def gather(consumer: Any, broker: Any, selector: pb.LabelSelector, text: s
     """Hints of the selected shards folded into per-log tasks; missing/suspended logs skipped."""
     plan = plan_segments(await gather_hints(consumer, selector, text, timeout))
     specs = await log_specs(broker, plan.segments, timeout)
+    sick = await unhealthy_stores(broker, (store for spec in specs.values()
+                                           for store in spec.fragment.stores), timeout)
     skipped = dict(plan.skipped)
     tasks: dict[str, list[rpb.Segment]] = {}
     for log, segments in sorted(plan.segments.items()):
         spec = specs.get(log)
+        problems = [sick[s] for s in spec.fragment.stores if s in sick] if spec else []
         if spec is None:
             skipped[log] = "the journal does not exist"
         elif is_suspended(spec):
             skipped[log] = "the journal is suspended (its fragments are left as they are)"
+        elif problems:
+            skipped[log] = problems[0]
         else:
             tasks[log] = segments
     stores = {log: list(specs[log].fragment.stores) for log in tasks}

@@ -18,7 +18,7 @@ from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.testing.broker import journal_spec
 from gazette_core.testing.consumer import ConsumerHarness
-from spark_jobs.shards_prune import gather, prune_log
+from spark_jobs.shards_prune import Gathered, gather, prune_log
 from tests.broker.conftest import broker, stub  # noqa: F401  (fixtures)
 from tests.broker.support import append, create
 from tests.spark_jobs.test_prune_plan import undeletable
@@ -160,15 +160,37 @@ def hints_of(log: str, first: int) -> rpb.FSMHints:
                     last_offset=first + 10)])])
 
 
-async def test_the_driver_skips_suspended_missing_and_underhinted_logs(
-        stub: pb_grpc.JournalStub) -> None:  # noqa: F811
+async def test_the_driver_skips_suspended_missing_sick_and_underhinted_logs(
+        stub: pb_grpc.JournalStub, tmp_path: Path) -> None:  # noqa: F811
     prefix = "prune-gather/logs"
     live = journal_spec(f"{prefix}/live", labels=(RECOVERY_LOG,))
     paused = journal_spec(f"{prefix}/paused", labels=(RECOVERY_LOG,))
     paused.suspend.level = pb.JournalSpec.Suspend.FULL
-    await create(stub, live)
-    await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(upsert=paused)]))
-    ids = ("live", "paused", "gone", "short")
+    sick = journal_spec(f"{prefix}/sick", labels=(RECOVERY_LOG,), stores=("file:///sick/",))
+    (tmp_path / "sick").mkdir()
+    with undeletable(tmp_path / "sick"):  # nothing can be written there: unhealthy
+        await stub.Apply(pb.ApplyRequest(changes=[pb.ApplyRequest.Change(upsert=s)
+                                                  for s in (paused, sick)]))
+        await create(stub, live)
+        ids = ("live", "paused", "gone", "short", "sick")
+        got = await gather_canned(stub, prefix, ids)
+
+    assert got.shards == 5
+    assert list(got.tasks) == [f"{prefix}/live"]
+    assert [(s.first_offset, s.last_offset) for s in got.tasks[f"{prefix}/live"]] == [
+        (100, 0), (50, 0)]
+    sick_reason = got.skipped.pop(f"{prefix}/sick")
+    assert sick_reason.startswith("store file:///sick/ is not healthy (FRAGMENT_STORE_UNHEALTHY)")
+    assert got.skipped == {
+        f"{prefix}/gone": "the journal does not exist",
+        f"{prefix}/paused": "the journal is suspended (its fragments are left as they are)",
+        f"{prefix}/short": "shard short: no backup.0 hints"}
+    assert got.stores == {f"{prefix}/live": ["file:///"]}
+
+
+async def gather_canned(stub: pb_grpc.JournalStub, prefix: str, ids: tuple[str, ...]  # noqa: F811
+                        ) -> Gathered:
+    """`gather` over shards `ids` of a canned consumer, each with full hints but "short"."""
     specs = [ConsumerHarness.shard_spec(i, ["prune-gather/source"], recovery_log_prefix=prefix,
                                         hint_backups=1) for i in ids]
     full = {i: cpb.GetHintsResponse(
@@ -178,15 +200,4 @@ async def test_the_driver_skips_suspended_missing_and_underhinted_logs(
         for i in ids}
     del full["short"].backup_hints[:]
     full["short"].backup_hints.add()
-
-    got = await gather(CannedShards(specs, full), stub, pb.LabelSelector(), "")
-
-    assert got.shards == 4
-    assert list(got.tasks) == [f"{prefix}/live"]
-    assert [(s.first_offset, s.last_offset) for s in got.tasks[f"{prefix}/live"]] == [
-        (100, 0), (50, 0)]
-    assert got.skipped == {
-        f"{prefix}/gone": "the journal does not exist",
-        f"{prefix}/paused": "the journal is suspended (its fragments are left as they are)",
-        f"{prefix}/short": "shard short: no backup.0 hints"}
-    assert got.stores == {f"{prefix}/live": ["file:///"]}
+    return await gather(CannedShards(specs, full), stub, pb.LabelSelector(), "")
