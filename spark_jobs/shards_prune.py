@@ -278,9 +278,8 @@ def summarize(gathered: Gathered, records: Sequence[Record], dry_run: bool
                            logs_skipped=len(gathered.skipped), skipped=dict(gathered.skipped))
     for r in records:
         if r["kind"] == "log":
-            if r.get("error"):
-                s.failed += 1
-                s.errors.append(r["error"])
+            if r.get("error"):  # Not listed: nothing of the log was touched.
+                s.aborted[r["log"]] = r["error"]
                 continue
             s.fragments += r["fragments"]
             s.bytes_total += r["bytes_total"]

@@ -25,7 +25,6 @@ from gazctl.usage import NothingDone, UsageError
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.client import get_hints, list_shards
-from gazette_core.consumer.hints_store import pick_hints
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
@@ -85,15 +84,13 @@ def check_directory(directory: Path) -> None:
 def choose_hints(spec: cpb.ShardSpec, resp: cpb.GetHintsResponse, slot: str
                  ) -> tuple[str, rpb.FSMHints]:
     """The hints of `slot`, or by default primary, else the newest backup, else none."""
-    log = recovery_log(spec)
     if not slot:
-        hints = pick_hints(resp, log)
         if resp.primary_hints.HasField("hints"):
-            return "primary", hints
+            return "primary", resp.primary_hints.hints
         for i, backup in enumerate(resp.backup_hints):
             if backup.HasField("hints"):
-                return f"backup.{i}", hints
-        return "none (the whole log)", hints
+                return f"backup.{i}", backup.hints
+        return "none (the whole log)", rpb.FSMHints(log=recovery_log(spec))
     if slot == "primary":
         entry = resp.primary_hints
     else:

@@ -204,7 +204,7 @@ def test_slots_name_primary_then_each_backup_and_count_unanswered_as_empty() -> 
 
 
 def test_summary_counts_each_outcome_and_keeps_an_audit_line_per_deletion() -> None:
-    gathered = Gathered(shards=2, tasks={LOG_A: [], LOG_B: []},
+    gathered = Gathered(shards=3, tasks={LOG_A: [], LOG_B: [], "logs/d": []},
                         skipped={"logs/c": "shard c: no primary hints"}, stores={})
     records = [
         {"kind": "log", "log": LOG_A, "fragments": 4, "bytes_total": 400, "aborted": ""},
@@ -213,17 +213,20 @@ def test_summary_counts_each_outcome_and_keeps_an_audit_line_per_deletion() -> N
         audit(frag(200, 250), "gone", ""),
         {"kind": "log", "log": LOG_B, "fragments": 2, "bytes_total": 50,
          "aborted": "not persisted"},
+        {"kind": "log", "log": "logs/d", "error": "listing fragments of logs/d: gone"},
     ]
 
     s = summarize(gathered, records, dry_run=False)
 
     assert s.as_dict() == {
-        "shards": 2, "logs": 2, "logs_skipped": 1, "logs_aborted": 1, "fragments": 6,
+        "shards": 3, "logs": 3, "logs_skipped": 1, "logs_aborted": 2, "fragments": 6,
         "fragments_pruned": 1, "fragments_kept": 4, "already_gone": 1, "permission_denied": 1,
         "failed": 0, "bytes_total": 450, "bytes_pruned": 100, "bytes_kept": 300,
         "bytes_already_gone": 50, "dry_run": False,
         "skipped": [{"log": "logs/c", "reason": "shard c: no primary hints"}],
-        "aborted": [{"log": LOG_B, "reason": "not persisted"}], "errors": ["denied"]}
+        "aborted": [{"log": "logs/d", "reason": "listing fragments of logs/d: gone"},
+                    {"log": LOG_B, "reason": "not persisted"}],
+        "errors": ["denied"]}
     assert [(a["fragment"][:len(LOG_A) + 17], a["outcome"]) for a in s.audits] == [
         (f"{LOG_A}/0000000000000000", "pruned"),
         (f"{LOG_A}/0000000000000064", "permission_denied"),
