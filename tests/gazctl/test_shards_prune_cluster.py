@@ -41,7 +41,7 @@ async def test_dry_run_then_a_read_only_store_on_a_standalone_cluster(
         frags = await persisted(h, LOG_A)
         await persisted(h, LOG_B)
         doomed = [f for f in frags if not needed(hints[A], f)]
-        assert doomed
+        assert len(doomed) >= 3
         files = {log: on_disk(h, log) for log in (LOG_A, LOG_B)}
         args = ("prune", "-l", f"suite={SUITE}", "--spark-master", cluster.master,
                 "--file-root", str(h.directory / "fragments"))

@@ -69,6 +69,8 @@ async def install(h: ConsumerHarness) -> None:
     await h.apply_journals(specs)
     shards = [s for s in example_shards("stream_sum") if s.id in (A, B)]
     for spec in shards:
+        # Short transactions, each rewriting the store's state.json into the log.
+        spec.max_txn_duration.CopyFrom(from_seconds(0.02))
         spec.hot_standbys = 0
         spec.hint_backups = 1
         del spec.labels.labels[:]
@@ -79,7 +81,8 @@ async def install(h: ConsumerHarness) -> None:
 
 async def feed(h: ConsumerHarness, streams: int, seed: int) -> None:
     got = await chunker.run(h.journals, chunker.Options(streams=streams, max_chunks=6,
-                                                        timeout=20, settle=0.2, seed=seed))
+                                                        rate=200, timeout=20, settle=0.2,
+                                                        seed=seed))
     assert got["verified"] == streams, got
 
 
@@ -175,7 +178,7 @@ async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
         frags = {log: await persisted(h, log) for log in (LOG_A, LOG_B)}
         files_before = {log: on_disk(h, log) for log in (LOG_A, LOG_B)}
         doomed = [f for f in frags[LOG_A] if not needed(hints[A], f)]
-        assert doomed, "the test needs fragments no hints need"
+        assert len(doomed) >= 3, "the test needs fragments no hints need"
         before = json.loads(await gazctl(h, "recover", "--id", A, "-d", str(tmp_path / "1"),
                                          "-o", "json"))
 
