@@ -165,7 +165,8 @@ def recover(
     if output is Format.json:
         sys.stdout.write(json.dumps(got.as_dict(), separators=(",", ":")) + "\n")
         return
+    count = f"{len(got.files)} file" + ("" if len(got.files) == 1 else "s")
     stderr.print(f"recovered shard {got.shard} from {got.log} (hints: {got.hints}) into "
-                 f"{got.directory}: {len(got.files)} files, "
-                 f"{humanize_bytes(sum(n for _, n in got.files))}", highlight=False, markup=False)
+                 f"{got.directory}: {count}, {humanize_bytes(sum(n for _, n in got.files))}",
+                 highlight=False, markup=False)
     table(["Path", "Size"], [[p, str(n)] for p, n in got.files])
