@@ -267,3 +267,11 @@ async def test_recover_errors_are_one_line_and_leave_no_directory(tmp_path: Path
         assert code == 2 and "expected primary or backup.N" in message
         assert not (tmp_path / "n").exists() and not (tmp_path / "m").exists()
         assert (tmp_path / "full" / "x").read_text() == "x"
+
+        # Off a terminal: no progress bar, just the summary line (b has written nothing).
+        proc = await asyncio.to_thread(gazctl_process, "shards", "recover", "--id", B, "-d",
+                                       str(tmp_path / "b"), "--hints", "backup.0", *addresses,
+                                       env=env)
+        assert proc.returncode == 0
+        assert proc.stderr.decode() == (f"recovered shard {B} from {LOG_B} (hints: backup.0) "
+                                        f"into {tmp_path / 'b'}: 0 files, 0 B\n")
