@@ -23,7 +23,10 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_seconds
 from gazette_core.consumer.client import get_hints
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.recoverylog.hints import live_log_segments
+from gazette_core.consumer.protocol.shard_spec_ext import primary_hint_key, recovery_log
+from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
+from gazette_core.consumer.recoverylog.hints import encode_hints, live_log_segments
+from gazette_core.keyspace.etcd_util import connect
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from gazette_core.testing.consumer_inprocess import InProcessConsumer
 from spark_jobs import shards_prune
@@ -233,6 +236,54 @@ async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
         listing = await gazctl(h, "recover", "--id", A, "-d", str(tmp_path / "3"))
         rows = [line.split() for line in listing.splitlines()[1:]]
         assert rows == [[path, str(len(data))] for path, data in tree(tmp_path / "3").items()]
+
+
+async def fork_of(h: ConsumerHarness, parent: pb.Fragment) -> cpb.ShardSpec:
+    """A (disabled) shard C whose history forked from a's log: its hints name a segment
+    of a's log covering `parent`, then its own log."""
+    spec = ConsumerHarness.shard_spec("forked", [partition(0)],
+                                      recovery_log_prefix=RECOVERY_LOG_PREFIX, hint_backups=0,
+                                      labels=[("suite", SUITE)])
+    spec.disable = True
+    await h.create_shards(spec)
+    hints = rpb.FSMHints(log=recovery_log(spec), live_nodes=[rpb.FnodeSegments(
+        fnode=1, segments=[
+            rpb.Segment(author=11, first_seq_no=1, last_seq_no=4, log=LOG_A,
+                        first_offset=parent.begin, last_offset=parent.end),
+            rpb.Segment(author=12, first_seq_no=5, last_seq_no=6, first_offset=0,
+                        last_offset=40)])])
+    etcd = await connect(h.etcd_endpoint)
+    try:
+        await etcd.put(primary_hint_key(spec).encode(), encode_hints(hints))
+    finally:
+        await etcd.close()
+    return spec
+
+
+async def test_a_forked_shards_segments_keep_the_parent_logs_fragments() -> None:
+    async with consumer_harness(Summer, consumers=0) as h:
+        await add_consumer(h)
+        await install(h)
+        await feed(h, 24, seed=6)
+        await fail_over(h)
+        await feed(h, 24, seed=7)
+        await add_backup_slot(h, B)
+        hints = await hints_ready(h)
+        frags = await persisted(h, LOG_A)
+        doomed = [f for f in frags if not needed(hints[A], f)]
+        assert len(doomed) >= 3
+        forked = await fork_of(h, doomed[1])
+
+        out = (await gazctl(h, "prune", "-l", f"suite={SUITE}", "-o", "json", "--file-root",
+                            str(h.directory / "fragments"))).splitlines()
+
+        audits = [json.loads(line) for line in out[:-1]]
+        assert [(a["log"], a["begin"]) for a in audits] == [
+            (LOG_A, f.begin) for f in doomed if f != doomed[1]]
+        summary = json.loads(out[-1])
+        assert (summary["shards"], summary["logs"]) == (3, 2)  # a's log and the fork's own
+        assert (doomed[1].begin, doomed[1].end) in on_disk(h, LOG_A)
+        assert forked.disable
 
 
 async def test_recover_errors_are_one_line_and_leave_no_directory(tmp_path: Path,
