@@ -3,10 +3,14 @@ real consumers: a dry run first, then deletes refused by a read-only store, coun
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from examples.stream_sum.summer import Summer
+from gazctl.render import humanize_bytes
+from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.testing.consumer import consumer_harness
+from tests.gazctl.support import ok
 from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401  (fixture)
 from tests.gazctl.test_shards_prune_recover import (
     LOG_A,
@@ -46,9 +50,14 @@ async def test_dry_run_then_a_read_only_store_on_a_standalone_cluster(
         args = ("prune", "-l", f"suite={SUITE}", "--spark-master", cluster.master,
                 "--file-root", str(h.directory / "fragments"))
 
-        table = await gazctl(h, *args, "--dry-run")
+        dry = await asyncio.to_thread(ok, "shards", *args, "--dry-run", "--consumer.address",
+                                      h.live[0].endpoint, "--broker.address", h.broker_endpoint)
 
-        rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
+        rows = {line.split()[0]: line.split()[1:] for line in dry.stdout.splitlines()[1:]}
+        notes = dry.stderr.splitlines()
+        assert notes[0].startswith(f"note: skipped recovery log {LOG_B}: ")
+        assert notes[1:] == [f"would delete {content_path(f)} ({humanize_bytes(f.end - f.begin)})"
+                             for f in doomed] + ["dry run: nothing was deleted"]
         assert rows["Pruned"][0] == str(len(doomed))
         assert rows["Skipped"][1] == "1"  # b: no backup.1 hints
         assert {log: on_disk(h, log) for log in (LOG_A, LOG_B)} == files
