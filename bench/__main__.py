@@ -16,6 +16,7 @@ from bench import (
     consume_bench,
     journals_frame_bench,
     recoverylog_bench,
+    shards_prune_bench,
 )
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
@@ -104,6 +105,8 @@ def main() -> None:
             result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"]))
             # Journals read into DataFrames on Spark, on a stack of its own.
             result.update(journals_frame_bench.run(Path(tmp)))
+            # Recovery-log pruning on Spark against its serial delete loop (own stack).
+            result.update(shards_prune_bench.run(Path(tmp)))
         finally:
             server.terminate()
             for name in ("single", "three"):

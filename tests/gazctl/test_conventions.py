@@ -147,7 +147,8 @@ def test_output_format_is_o_output_on_every_command_that_has_one() -> None:
         assert choices >= {"table", "json"}, path
     assert set(with_format) == {"gazctl journals list", "gazctl journals fragments",
                                 "gazctl journals prune", "gazctl local status",
-                                "gazctl shards list"}
+                                "gazctl shards list", "gazctl shards prune",
+                                "gazctl shards recover"}
 
 
 @pytest.mark.parametrize("flag", ["-o", "--output"])
