@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from gazette_core.broker.client.channel import split_addresses
 from gazette_core.local import stack as local_stack
 
 FALLBACK_BROKER = "http://localhost:8080"
@@ -12,8 +13,10 @@ FALLBACK_CONSUMER = "http://localhost:9000"
 
 
 def default_broker() -> str:
-    return (os.environ.get("BROKER_ADDRESS") or local_stack.active_broker_address()
-            or FALLBACK_BROKER)
+    """The first of $BROKER_ADDRESS (`gazctl local env` lists every broker), else the
+    active local stack's first live broker."""
+    listed = split_addresses(os.environ.get("BROKER_ADDRESS", ""))
+    return listed[0] if listed else (local_stack.active_broker_address() or FALLBACK_BROKER)
 
 
 def default_consumer() -> str:

@@ -101,12 +101,19 @@ def _parse(address: str) -> tuple[str, bool]:
         if not address or address.startswith("/"):
             raise GazetteError(f"invalid broker address {address!r}: expected host:port or a URL")
         return address, False
+    if "," in address:
+        raise GazetteError(f"invalid broker address {address!r}: one endpoint is needed here, "
+                           "not a list")
     url = urlsplit(address)
     if url.scheme in ("http", "https"):
         if not url.hostname:
             raise GazetteError(f"invalid broker address {address!r}: missing host")
         secure = url.scheme == "https"
-        return (url.netloc if url.port else f"{url.netloc}:{443 if secure else 80}"), secure
+        try:
+            port = url.port
+        except ValueError as exc:
+            raise GazetteError(f"invalid broker address {address!r}: {exc}") from None
+        return (url.netloc if port else f"{url.netloc}:{443 if secure else 80}"), secure
     if url.scheme == "unix":
         if not url.path.startswith("/"):
             raise GazetteError(f"invalid broker address {address!r}: expected unix:///abs/path")

@@ -45,6 +45,10 @@ def test_grpc_target(address: str, target: str) -> None:
         ("http://:8080", "invalid broker address 'http://:8080': missing host"),
         ("unix://", "invalid broker address 'unix://': expected unix:///abs/path"),
         ("", "invalid broker address '': expected host:port or a URL"),
+        ("http://b1:8080,http://b2:8080", "invalid broker address "
+         "'http://b1:8080,http://b2:8080': one endpoint is needed here, not a list"),
+        ("http://b1:80x", "invalid broker address 'http://b1:80x': Port could not be cast to "
+         "integer value as '80x'"),
     ],
 )
 def test_grpc_target_rejects(address: str, message: str) -> None:
