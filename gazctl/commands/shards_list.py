@@ -152,7 +152,10 @@ def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
         stdout.out(dump_set(hoist(listed)), end="")
     elif options.output is Format.json:
         for s in resp.shards:
-            json_line(message_dict(s))
+            doc = message_dict(s)
+            if options.lag:  # bytes behind each source's write head, as in the table
+                doc["lag"] = lags.get(s.spec.id, {})
+            json_line(doc)
     elif options.output is Format.proto:
         stdout.out(text_format.MessageToString(resp), end="")
     else:

@@ -84,6 +84,8 @@ def test_lag_is_the_unread_bytes_of_each_source_and_their_total(stack: Stack) ->
                     "chunks-part-001": f"{CHUNKS}/part-001:0",
                     "chunks-part-002": f"{CHUNKS}/part-002:0",
                     "chunks-part-003": f"{CHUNKS}/part-003:9", "total": "9"}
+    as_json = ok("shards", "list", "--lag", "-o", "json", "-l", "id=chunks-part-003").stdout
+    assert json.loads(as_json)["lag"] == {f"{CHUNKS}/part-003": 9}
 
 
 UNREACHABLE = "http://127.0.0.1:9"  # discard port: nothing listens there
