@@ -7,7 +7,10 @@ proposals with `acknowledge` are answered. Uncommitted content is rolled back
 when the stream ends, however it ends. A route change that leaves the
 stream's sender no longer primary revokes the stream (the replica cancels
 it), which ends it with UNAVAILABLE: a frozen or silent primary must not hold
-the spool the next primary needs.
+the spool the next primary needs. A full spool disk ends the stream with
+RESOURCE_EXHAUSTED only once the primary waits for an answer: ended while
+the primary is still writing, the stream would be reset and the primary
+would see a bare INTERNAL instead of why.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.protocol.validate_ext import validate_replicate_request
@@ -85,14 +89,25 @@ async def _replicate(replica: Replica, header: pb.Header, first: pb.ReplicateReq
             resp = _apply(replica, first)
             resp.header.CopyFrom(header)
             yield resp
+            full: SpoolFullError | None = None
             async for req in requests:
                 validate_replicate_request(req)
-                resp = _apply(replica, req)
+                if full is None:
+                    try:
+                        resp = _apply(replica, req)
+                    except SpoolFullError as exc:
+                        full = exc
+                if full is not None:
+                    if req.acknowledge:
+                        raise full
+                    continue
                 if req.acknowledge:
                     yield resp
                 elif resp.status != pb.OK:
                     raise ReplicateStreamError(
                         f"unacknowledged proposal failed: {pb.Status.Name(resp.status)}")
+            if full is not None:
+                raise full
         finally:
             replica.rollback_local()
 

@@ -184,20 +184,14 @@ async def test_replica_closes_spool_files_the_primary_persisted(
 
 
 async def append_failing_mid_stream(cluster: Cluster, route: pb.Route) -> grpc.aio.AioRpcError:
-    """An append whose primary learns of the replica's failure before the commit."""
-    primary = route.members[route.primary]
-    broker = cluster.brokers[[b.process_id for b in cluster.brokers].index(primary)]
-    call = cluster.stub_of(primary).Append()
-    await call.write(pb.AppendRequest(journal=JOURNAL))
-    await call.write(pb.AppendRequest(content=b"b" * (128 << 10)))
-
-    def replica_stream_ended() -> bool:
-        pipeline = broker.resolver.replicas[JOURNAL].pipeline
-        return pipeline is not None and pipeline.peers[0].call.done()
-
-    await until(replica_stream_ended, "the replica ending its Replicate stream")
+    """An append of many chunks: the replica's disk fills with the first; the primary goes
+    on streaming (the replica discards the rest) and learns why at the commit."""
+    call = cluster.stub_of(route.members[route.primary]).Append()
     with pytest.raises(grpc.aio.AioRpcError) as err:
-        await call.write(pb.AppendRequest(content=b"b"))
+        await call.write(pb.AppendRequest(journal=JOURNAL))
+        for _ in range(8):
+            await call.write(pb.AppendRequest(content=b"b" * (128 << 10)))
+            await asyncio.sleep(0.01)  # let the replica meet the full disk mid-stream
         await call.write(pb.AppendRequest())
         await call.done_writing()
         await call
