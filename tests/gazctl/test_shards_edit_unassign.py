@@ -8,14 +8,19 @@ its script: text replacements, emptying the file, or first running gazctl
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.keyspace.etcd_util import prefix_range_end
+from gazette_core.local.consumers import etcd_prefix
 from gazette_core.local.stack import Stack
 from tests.gazctl.shards_support import (
     LOGS,
@@ -198,6 +203,36 @@ def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it
     listed = json.loads(ok("shards", "list", "-l", "id=failing-000", "-o", "json").stdout)
     errors = [e for s in listed["status"] for e in s.get("errors", [])]
     assert any("store='bogus'" in e for e in errors), listed
+    failed = failed_assignments(stack, "failing-000")
+    assert failed
     out = ok("shards", "unassign", "-l", "id:prefix=failing-", "--failed").stdout
     assert out.startswith("unassigned failing-000 (was FAILED on consumer-"), out
     assert ":FAILED" in out
+    # The FAILED assignments are gone from Etcd (the allocator may assign the shard anew:
+    # a new assignment has a new create revision).
+    now = all_assignments(stack, "failing-000")
+    assert not [key for key, created in failed.items() if now.get(key) == created]
+
+
+def all_assignments(stack: Stack, shard: str) -> dict[str, int]:
+    """Assignment keys of `shard` in Etcd, with their create revisions."""
+    return {key: created for key, (created, _) in _assignments(stack, shard).items()}
+
+
+def failed_assignments(stack: Stack, shard: str) -> dict[str, int]:
+    return {key: created for key, (created, status) in _assignments(stack, shard).items()
+            if status.code == cpb.ReplicaStatus.FAILED}
+
+
+def _assignments(stack: Stack, shard: str) -> dict[str, tuple[int, cpb.ReplicaStatus]]:
+    prefix = f"{etcd_prefix(stack.app)}/assign/{shard}#".encode()
+    body = json.dumps({"key": base64.b64encode(prefix).decode(),
+                       "range_end": base64.b64encode(prefix_range_end(prefix)).decode()})
+    req = urllib.request.Request(f"{stack.etcd.endpoint}/v3/kv/range", data=body.encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        kvs = json.loads(resp.read()).get("kvs", [])
+    return {base64.b64decode(kv["key"]).decode(): (
+        int(kv["create_revision"]),
+        cpb.ReplicaStatus.FromString(base64.b64decode(kv.get("value", ""))))
+        for kv in kvs}
