@@ -324,7 +324,17 @@ async def test_recover_errors_are_one_line_and_leave_no_directory(tmp_path: Path
         code, message = await asyncio.to_thread(run, "--id", B, "-d", str(tmp_path / "m"),
                                                 "--hints", "secondary")
         assert code == 2 and "expected primary or backup.N" in message
+        # No broker to read the log from: one line, and no directory left behind.
+        proc = await asyncio.to_thread(
+            gazctl_process, "shards", "recover", "--id", B, "-d", str(tmp_path / "u"),
+            "--consumer.address", h.live[0].endpoint, "--broker.address", "http://127.0.0.1:9",
+            "--timeout", "2s", env=env)
+        line = one_error_line(proc.stderr.decode())
+        assert proc.returncode == 1
+        assert line.startswith(f"error: learning the write head of recovery log '{LOG_B}': ")
+        assert "127.0.0.1:9" in line
         assert not (tmp_path / "n").exists() and not (tmp_path / "m").exists()
+        assert not (tmp_path / "u").exists()
         assert (tmp_path / "full" / "x").read_text() == "x"
 
         # Off a terminal: no progress bar, just the summary line (b has written nothing).
