@@ -6,13 +6,11 @@ EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
 
 from gazette_core.broker.config import BrokerConfig, parse_args
 from gazette_core.broker.service import Broker
-from gazette_core.server.process import LeaseLostExit, run_process
+from gazette_core.server.process import run_process, serve_until_stopped
 
 USAGE = ("usage: gazette serve [flags]       run a broker (gazette serve --help lists flags)\n"
          "       gazette consumer [flags]    run a consumer application "
@@ -20,24 +18,15 @@ USAGE = ("usage: gazette serve [flags]       run a broker (gazette serve --help 
 
 
 async def serve(config: BrokerConfig) -> None:
-    """Run a broker until a termination signal arrives or its Etcd lease is lost."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    broker = Broker(config)
-    await broker.start()  # raises GazetteError with a clear message when it cannot
-    print(f"gazette broker {config.zone}#{config.suffix} serving at {broker.endpoint}",
-          file=sys.stderr, flush=True)
-    lost = asyncio.create_task(broker.lease_lost.wait())
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
-    if broker.lease_lost.is_set():
-        # Appends are already refused; our journals may be someone else's by now.
-        await broker.stop()
-        raise LeaseLostExit(f"broker {config.zone}#{config.suffix} lost its Etcd lease; "
-                            "it persisted its spools and stopped (restart it to rejoin)")
-    await broker.stop()
+    """Run a broker until a termination signal arrives or its Etcd lease is lost.
+
+    A broker that lost its lease refuses appends at once (its journals may be
+    someone else's by now), persists its spools as it stops, and exits 75.
+    """
+    name = f"broker {config.zone}#{config.suffix}"
+    await serve_until_stopped(Broker(config), f"gazette {name}",
+                              f"{name} lost its Etcd lease; it persisted its spools and "
+                              "stopped (restart it to rejoin)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,16 +8,14 @@ up`) restarts it.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import signal
 import sys
 from typing import Any
 
 from gazette_core.consumer.config import ConsumerConfig, parse_args
 from gazette_core.consumer.service import ConsumerService
 from gazette_core.errors import GazetteError
-from gazette_core.server.process import LeaseLostExit, run_process
+from gazette_core.server.process import run_process, serve_until_stopped
 
 
 class AppLoadError(GazetteError):
@@ -48,34 +46,10 @@ def load_app(spec: str) -> Any:
 
 async def serve(config: ConsumerConfig) -> None:
     """Run the consumer until a termination signal arrives or its Etcd lease is lost."""
-    app = load_app(config.app)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await _serve(config, app, stop)
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-
-
-async def _serve(config: ConsumerConfig, app: Any, stop: asyncio.Event) -> None:
-    service = ConsumerService(config, app)
-    await service.start()
-    print(f"gazette consumer {config.zone}#{config.suffix} serving at {service.endpoint}",
-          file=sys.stderr, flush=True)
-    lost = asyncio.create_task(service.lease_lost.wait())
-    stopping = asyncio.create_task(stop.wait())
-    try:
-        await asyncio.wait([lost, stopping], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        lost.cancel()
-        stopping.cancel()
-        await service.stop()
-    if service.lease_lost.is_set() and not stop.is_set():
-        raise LeaseLostExit(f"consumer {config.zone}#{config.suffix} lost its Etcd lease; "
-                            "it stopped its shards (restart it to rejoin)")
+    name = f"consumer {config.zone}#{config.suffix}"
+    await serve_until_stopped(ConsumerService(config, load_app(config.app)),
+                              f"gazette {name}", f"{name} lost its Etcd lease; it stopped "
+                              "its shards (restart it to rejoin)")
 
 
 def main(argv: list[str]) -> int:

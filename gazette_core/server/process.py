@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from gazette_core.errors import GazetteError
 
@@ -24,6 +25,47 @@ EXIT_LEASE_LOST = 75
 
 class LeaseLostExit(GazetteError):
     """The process lost its Etcd lease, released what it served and stopped."""
+
+
+class Server(Protocol):
+    """A broker or consumer process's service, as `serve_until_stopped` runs it."""
+
+    lease_lost: asyncio.Event
+
+    @property
+    def endpoint(self) -> str: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def serve_until_stopped(server: Server, name: str, lost: str) -> None:
+    """Start `server` and serve until SIGTERM or SIGINT, or until its Etcd lease is lost.
+
+    Either way the server is stopped; a lost lease then raises LeaseLostExit(`lost`).
+    `name` says what is serving in the line printed once it serves.
+    """
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()  # raises GazetteError with a clear message when it cannot
+        print(f"{name} serving at {server.endpoint}", file=sys.stderr, flush=True)
+        waits = [asyncio.create_task(server.lease_lost.wait()),
+                 asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await server.stop()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    if server.lease_lost.is_set():
+        raise LeaseLostExit(lost)
 
 
 def run_process(prog: str, log_level: str, serve: Coroutine[Any, Any, None]) -> int:
