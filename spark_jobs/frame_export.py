@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from gazette_core.errors import GazetteError
 from spark_jobs.journals_frame import FramePlan, frame_of, list_selection, plan_frame
-from spark_jobs.prune import FILE_ROOT_ENV, NothingMatched
+from spark_jobs.prune import FILE_ROOT_ENV, error_exit
 from spark_jobs.session import DEFAULT_MASTER, SparkMasterUnreachable, get_session
 
 if TYPE_CHECKING:
@@ -128,12 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                           file_root=args.file_root, file_only=args.file_only)
         summary = export_plan(plan, args.to, args.file_format, schema=args.schema,
                               master=args.spark_master)
-    except NothingMatched as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
     except GazetteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return error_exit(exc)
     print(json.dumps(dataclasses.asdict(summary), separators=(",", ":")))
     return 0
 

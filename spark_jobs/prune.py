@@ -378,6 +378,12 @@ def run_prune(address: str, selector: str, *, now: float | None = None, dry_run:
                            file_root=file_root, file_only=file_only)
 
 
+def error_exit(exc: GazetteError) -> int:
+    """A job main()'s exit code for `exc`, said on stderr: 3 when nothing matched, else 1."""
+    print(f"error: {exc}", file=sys.stderr)
+    return 3 if isinstance(exc, NothingMatched) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """`spark-submit spark_jobs/prune.py` entry: prints the summary as one JSON line.
 
@@ -402,12 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_prune(args.address, args.selector, now=args.now, dry_run=args.dry_run,
                             master=args.spark_master, file_root=args.file_root,
                             file_only=args.file_only)
-    except NothingMatched as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
     except GazetteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return error_exit(exc)
     for name in summary.skipped_journals:
         print(f"note: skipped suspended journal {name}", file=sys.stderr)
     for message in summary.warnings:

@@ -54,6 +54,7 @@ from spark_jobs.prune import (
     TRUE,
     NothingMatched,
     delete_fragment,
+    error_exit,
     is_suspended,
     uses_file_root,
 )
@@ -355,12 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = run_prune(args.consumer, args.broker, args.selector, dry_run=args.dry_run,
                             master=args.spark_master, file_root=args.file_root,
                             file_only=args.file_only)
-    except NothingMatched as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
     except GazetteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return error_exit(exc)
     for record in summary.audits:
         print(json.dumps(record, separators=(",", ":")))
     print(json.dumps(summary.as_dict(), separators=(",", ":")))

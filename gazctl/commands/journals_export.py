@@ -13,17 +13,17 @@ from pathlib import Path
 
 import typer
 
-from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, broker_address, run
+from gazctl.commands.fragment_listing import list_selection
+from gazctl.commands.selection import require_selector
+from gazctl.config import BrokerAddress, RequiredSelector, Timeout, broker_address
 from gazctl.connection import client_config
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
-from gazctl.render import activity, journal_progress, stderr
+from gazctl.render import activity
 from gazctl.timeflags import since_to_unix
 from gazctl.usage import UsageError
 from spark_jobs.frame_export import ExportSummary, export_plan
 from spark_jobs.frame_source import RAW
 from spark_jobs.journals_frame import plan_frame
-from spark_jobs.prune import NothingMatched, fetch_selection
 from spark_jobs.session import DEFAULT_MASTER
 
 
@@ -67,14 +67,7 @@ def export(
     begin = since_to_unix(since)
     address = broker_address(broker)
     root, _ = resolve_file_root(file_root, address)
-    try:
-        with journal_progress("Listing fragments") as progress:
-            selection = run(broker, lambda stub: fetch_selection(stub, sel, selector,
-                                                                 progress=progress), timeout)
-    except NothingMatched as exc:
-        raise NoMatchError(str(exc)) from None
-    for name in selection.suspended:
-        stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
+    selection = list_selection(broker, sel, selector, timeout)
     plan = plan_frame(selection, broker=address, since=begin, unpersisted=not persisted_only,
                       file_root=root, file_only=file_only, client=client_config())
     if plan.kind == RAW and file_format is FileFormat.csv:

@@ -12,24 +12,19 @@ import sys
 
 import typer
 
-from gazctl.commands.selection import NoMatchError, require_selector
+from gazctl.commands.fragment_listing import list_selection
+from gazctl.commands.selection import require_selector
 from gazctl.config import (
     BrokerAddress,
     OutputFormat,
     RequiredSelector,
     Timeout,
     broker_address,
-    run,
 )
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
-from gazctl.render import activity, humanize_bytes, journal_progress, stderr, table
+from gazctl.render import activity, humanize_bytes, stderr, table
 from gazette_core.errors import GazetteError
-from spark_jobs.prune import (
-    NothingMatched,
-    PruneSummary,
-    fetch_selection,
-    prune_selection,
-)
+from spark_jobs.prune import PruneSummary, prune_selection
 from spark_jobs.session import DEFAULT_MASTER
 
 
@@ -62,18 +57,9 @@ def prune(
     """
     sel = require_selector(selector)
     root, _ = resolve_file_root(file_root, broker_address(broker))
-    try:
-        # Both bars are transient and shown only when stdout is a terminal, so the notes,
-        # warnings and summary below come out exactly as they do without them.
-        with journal_progress("Listing fragments") as progress:
-            selection = run(broker, lambda stub: fetch_selection(stub, sel, selector,
-                                                                 progress=progress), timeout)
-    except NothingMatched as exc:
-        raise NoMatchError(str(exc)) from None
-    for name in selection.suspended:
-        stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
+    selection = list_selection(broker, sel, selector, timeout)
     # The deletes' outcomes come back only once the whole Spark job is collected, so they
-    # get a spinner (covering Spark's start-up too) rather than a count. Spark's JVM
+    # get a transient spinner (covering Spark's start-up too) rather than a count. Spark's JVM
     # writes to its log file (spark_jobs.session), not over the spinner or the table.
     summary = prune_selection(
         selection, dry_run=dry_run, master=spark_master, file_root=root, file_only=file_only,

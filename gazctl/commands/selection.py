@@ -36,10 +36,10 @@ def selector_of(text: str) -> pb.LabelSelector:
         raise UsageError("--selector", exc.reason) from None
 
 
-def require_selector(text: str) -> pb.LabelSelector:
+def require_selector(text: str, example: str = "name=acme/clicks") -> pb.LabelSelector:
     """Parse a selector that must not be empty (commands that write or read content)."""
     if not text.strip():
-        raise UsageError("--selector", "a selector is required, e.g. -l name=acme/clicks")
+        raise UsageError("--selector", f"a selector is required, e.g. -l {example}")
     return selector_of(text)
 
 

@@ -14,14 +14,12 @@ import sys
 
 import typer
 
-from gazctl.commands.selection import NoMatchError
+from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.config import BrokerAddress, OutputFormat, Timeout, broker_address
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity, humanize_bytes, stderr, table
-from gazctl.usage import UsageError
-from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.errors import GazetteError, ValidationError
+from gazette_core.errors import GazetteError
 from spark_jobs.prune import NothingMatched
 from spark_jobs.session import DEFAULT_MASTER
 from spark_jobs.shards_prune import Gathered, ShardsPruneSummary, gather, prune_gathered
@@ -60,12 +58,7 @@ def prune(
     log. Permission-denied deletes are counted, not fatal. Exit codes: 0 done, 1 error
     (a failed delete, an aborted log), 2 usage error, 3 the selector matched no shard.
     """
-    if not selector.strip():
-        raise UsageError("--selector", "a selector is required, e.g. -l id=shard-000")
-    try:
-        sel = parse_selector(selector)
-    except ValidationError as exc:
-        raise UsageError("--selector", exc.reason) from None
+    sel = require_selector(selector, example="id=shard-000")
     address = broker_address(broker)
     root, _ = resolve_file_root(file_root, address)
 

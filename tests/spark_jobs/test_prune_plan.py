@@ -14,16 +14,19 @@ import pytest
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_nanos
 from gazette_core.broker.protocol.fragment_ext import content_path
+from gazette_core.errors import GazetteError
 from spark_jobs.prune import (
     DENIED,
     FAILED,
     GONE,
     PRUNED,
     FileRootUnknown,
+    NothingMatched,
     Plan,
     Selection,
     check_file_root,
     delete_partition,
+    error_exit,
     plan_prune,
     summarize,
 )
@@ -198,3 +201,11 @@ def test_loopback_masters_bind_the_driver_to_loopback(master: str, loopback: boo
     assert conf.get("spark.driver.host") == ("127.0.0.1" if loopback else None)
     assert conf.get("spark.ui.enabled") == "false"
     assert conf.get("spark.master") == master
+
+
+def test_a_jobs_main_exits_3_when_nothing_matched_else_1_saying_why_on_stderr(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    codes = error_exit(NothingMatched("no journals match 'a=b'")), error_exit(GazetteError("down"))
+
+    assert (codes, capsys.readouterr().err) == (
+        (3, 1), "error: no journals match 'a=b'\nerror: down\n")
