@@ -17,7 +17,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import aetcd
-from aetcd import rpc
 
 from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
@@ -182,8 +181,7 @@ class ConsumerService:
             attempt += 1
 
     async def _put_status(self, kv: KeyValue, status: cpb.ReplicaStatus) -> bool:
-        op = rpc.RequestOp(request_put=rpc.PutRequest(
-            key=kv.key.encode(), value=status.SerializeToString(), ignore_lease=True))
+        op = etcd_util.put_op(kv.key, status.SerializeToString(), ignore_lease=True)
         resp = await etcd_util.txn(self.etcd, [etcd_util.cmp_mod_revision(kv.key,
                                                                             kv.mod_revision)],
                                    [op])
