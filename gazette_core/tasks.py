@@ -14,7 +14,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def copy_outcome(source: asyncio.Future[T], target: asyncio.Future[T]) -> None:
+    """Settle `target` as `source` settled (a done-callback chaining two futures).
+
+    A `target` already settled, e.g. cancelled by its waiter, is left alone.
+    """
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif (exc := source.exception()) is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(source.result())
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:

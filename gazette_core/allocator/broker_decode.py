@@ -10,23 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from google.protobuf.message import DecodeError
-
 from gazette_core.allocator import keys
+from gazette_core.allocator.value_decode import decode_value
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.validate_ext import validate_journal_spec
 
 
 def _decode_journal_spec(root: str, key: str, value: bytes) -> pb.JournalSpec:
     name = keys.parse_item_key(root, key)
-    try:
-        spec = pb.JournalSpec.FromString(value)
-    except DecodeError as exc:
-        raise ValueError(f"item {key!r}: invalid JournalSpec: {exc}") from exc
-    try:
-        validate_journal_spec(spec)
-    except ValueError as exc:
-        raise ValueError(f"item {key!r}: {exc}") from exc
+    spec = decode_value("item", key, value, pb.JournalSpec, validate_journal_spec)
     if spec.name != name:
         raise ValueError(f"item {key!r}: JournalSpec name {spec.name!r} doesn't match its key")
     return spec
@@ -34,10 +26,7 @@ def _decode_journal_spec(root: str, key: str, value: bytes) -> pb.JournalSpec:
 
 def _decode_broker_spec(root: str, key: str, value: bytes) -> pb.BrokerSpec:
     zone, suffix = keys.parse_member_key(root, key)
-    try:
-        spec = pb.BrokerSpec.FromString(value)
-    except DecodeError as exc:
-        raise ValueError(f"member {key!r}: invalid BrokerSpec: {exc}") from exc
+    spec = decode_value("member", key, value, pb.BrokerSpec)
     got = (spec.process_spec.id.zone, spec.process_spec.id.suffix)
     if got != (zone, suffix):
         raise ValueError(f"member {key!r}: BrokerSpec id {got!r} doesn't match its key")

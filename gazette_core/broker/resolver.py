@@ -14,12 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gazette_core.allocator.keys import parse_assign_key
-from gazette_core.allocator.routes import route_of
+from gazette_core.allocator.routes import check_proxy_header, route_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.broker.protocol.validate_ext import strip_meta
 from gazette_core.broker.replica import Replica
-from gazette_core.errors import GazetteError
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 from gazette_core.server.authz import visible
 
@@ -41,10 +40,6 @@ class Resolution:
     @property
     def route(self) -> pb.Route:
         return self.header.route
-
-
-class ProxyHeaderError(GazetteError):
-    """A proxied request's header names another cluster or another broker."""
 
 
 class Resolver:
@@ -81,25 +76,11 @@ class Resolver:
     ) -> Resolution:
         """Resolve `journal` after waiting for the revisions the request names."""
         if proxy_header is not None and proxy_header.HasField("etcd"):
-            self._check_proxy_header(proxy_header)
+            check_proxy_header(proxy_header, self.keyspace.header.cluster_id, self.process_id)
             min_revision = max(min_revision, proxy_header.etcd.revision)
         if min_revision > self.keyspace.revision:
             await self.keyspace.wait_for_revision(min_revision)
         return self.resolve_now(strip_meta(journal), require_primary, may_proxy)
-
-    def _check_proxy_header(self, header: pb.Header) -> None:
-        ours = self.keyspace.header.cluster_id
-        if header.etcd.cluster_id != ours:
-            raise ProxyHeaderError(
-                f"proxied request Etcd ClusterId ({header.etcd.cluster_id}) "
-                f"doesn't match our own ({ours})"
-            )
-        pid = header.process_id
-        if (pid.zone or pid.suffix) and pid != self.process_id:
-            raise ProxyHeaderError(
-                f"proxied request ProcessId ({pid.zone}#{pid.suffix}) doesn't match our own "
-                f"({self.process_id.zone}#{self.process_id.suffix})"
-            )
 
     def resolve_now(self, journal: str, require_primary: bool, may_proxy: bool) -> Resolution:
         """Resolve against the KeySpace as it is now, without waiting."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 import aetcd
@@ -43,7 +42,7 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
-from gazette_core.server.statuses import describe
+from gazette_core.server.process import quietly
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
 
@@ -65,14 +64,6 @@ GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
 
 class LeaseLostError(UnavailableError):
     """Etcd expired this broker's lease (it was stopped, partitioned or Etcd was down)."""
-
-
-async def _quietly(what: str, step: Awaitable[None]) -> None:
-    """Run one step of stopping; a failure is logged, never skipping the steps after it."""
-    try:
-        await step
-    except Exception as exc:
-        log.warning("%s failed: %s", what, describe(exc))
 
 
 class Broker:
@@ -197,14 +188,14 @@ class Broker:
         if lost:
             # Freeze our view of the assignments: one vanishing now would tear
             # its replica down behind the persisting below.
-            await _quietly("stopping the keyspace watch", self.keyspace.stop())
+            await quietly("stopping the keyspace watch", self.keyspace.stop())
         if self.http_gateway is not None:
-            await _quietly("stopping the HTTP gateway", self.http_gateway.stop())
+            await quietly("stopping the HTTP gateway", self.http_gateway.stop())
         if not lost and self.announcement is not None and self.allocator is not None:
-            await _quietly("draining", self._drain(drain_timeout))
-        await _quietly("stopping the pulse", self._pulsing.stop())
+            await quietly("draining", self._drain(drain_timeout))
+        await quietly("stopping the pulse", self._pulsing.stop())
         if self.allocator is not None:
-            await _quietly("stopping the allocator", self.allocator.stop())
+            await quietly("stopping the allocator", self.allocator.stop())
         await self.resolver.stop()
         # Bounded (--broker.persist-on-stop-timeout), so a store that never
         # recovers cannot keep a stopping broker from being restarted.
@@ -215,7 +206,7 @@ class Broker:
             await self.server.stop(grace=1.0)
         await self.keyspace.stop()
         if self.announcement is not None:
-            await _quietly("revoking the lease", self.announcement.revoke())
+            await quietly("revoking the lease", self.announcement.revoke())
         await self.etcd.close()
 
     def fence_appends(self) -> None:

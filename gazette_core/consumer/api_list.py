@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gazette_core.allocator import keys
+from gazette_core.allocator import keys, routes
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
 from gazette_core.broker.protocol.route_ext import unrouted_header
@@ -32,23 +32,9 @@ def assignments_of(host: ShardHost, shard: str) -> list[keys.AssignmentKV]:
             for kv in host.keyspace.prefixed(prefix)]
 
 
-def endpoint_of(host: ShardHost, zone: str, suffix: str) -> str:
-    """The advertised endpoint of consumer `zone#suffix`, or "" if it has no member key."""
-    kv = host.keyspace.get(keys.member_key(host.root.rstrip("/"), zone, suffix))
-    spec = kv.decoded if kv is not None else None
-    return spec.process_spec.endpoint if isinstance(spec, cpb.ConsumerSpec) else ""
-
-
 def route_of(host: ShardHost, assignments: list[keys.AssignmentKV]) -> pb.Route:
     """The Route of assignments given in key order, with member endpoints."""
-    route = pb.Route(primary=-1)
-    for index, entry in enumerate(assignments):
-        zone, suffix = entry.member
-        route.members.add(zone=zone, suffix=suffix)
-        route.endpoints.append(endpoint_of(host, zone, suffix))
-        if entry.slot == 0:
-            route.primary = index
-    return route
+    return routes.route_of(host.keyspace, host.root.rstrip("/"), [a.kv for a in assignments])
 
 
 def _statuses(assignments: list[keys.AssignmentKV]) -> list[cpb.ReplicaStatus]:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from google.protobuf.message import DecodeError
-
 from gazette_core.allocator import keys
 from gazette_core.allocator.keys import AssignmentKV
+from gazette_core.allocator.value_decode import decode_value
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import (
     validate_consumer_spec,
@@ -24,14 +23,7 @@ from gazette_core.consumer.protocol.status_ext import validate_replica_status
 
 def _decode_shard_spec(root: str, key: str, value: bytes) -> cpb.ShardSpec:
     shard = keys.parse_item_key(root, key)
-    try:
-        spec = cpb.ShardSpec.FromString(value)
-    except DecodeError as exc:
-        raise ValueError(f"item {key!r}: invalid ShardSpec: {exc}") from exc
-    try:
-        validate_shard_spec(spec)
-    except ValueError as exc:
-        raise ValueError(f"item {key!r}: {exc}") from exc
+    spec = decode_value("item", key, value, cpb.ShardSpec, validate_shard_spec)
     if spec.id != shard:
         raise ValueError(f"item {key!r}: ShardSpec id {spec.id!r} doesn't match its key")
     return spec
@@ -39,14 +31,7 @@ def _decode_shard_spec(root: str, key: str, value: bytes) -> cpb.ShardSpec:
 
 def _decode_consumer_spec(root: str, key: str, value: bytes) -> cpb.ConsumerSpec:
     zone, suffix = keys.parse_member_key(root, key)
-    try:
-        spec = cpb.ConsumerSpec.FromString(value)
-    except DecodeError as exc:
-        raise ValueError(f"member {key!r}: invalid ConsumerSpec: {exc}") from exc
-    try:
-        validate_consumer_spec(spec)
-    except ValueError as exc:
-        raise ValueError(f"member {key!r}: {exc}") from exc
+    spec = decode_value("member", key, value, cpb.ConsumerSpec, validate_consumer_spec)
     got = (spec.process_spec.id.zone, spec.process_spec.id.suffix)
     if got != (zone, suffix):
         raise ValueError(f"member {key!r}: ConsumerSpec id {got!r} doesn't match its key")
@@ -55,15 +40,7 @@ def _decode_consumer_spec(root: str, key: str, value: bytes) -> cpb.ConsumerSpec
 
 def decode_replica_status(key: str, value: bytes) -> cpb.ReplicaStatus:
     """The ReplicaStatus of an assignment value (empty: IDLE)."""
-    try:
-        status = cpb.ReplicaStatus.FromString(value)
-    except DecodeError as exc:
-        raise ValueError(f"assignment {key!r}: invalid ReplicaStatus: {exc}") from exc
-    try:
-        validate_replica_status(status)
-    except ValueError as exc:
-        raise ValueError(f"assignment {key!r}: {exc}") from exc
-    return status
+    return decode_value("assignment", key, value, cpb.ReplicaStatus, validate_replica_status)
 
 
 def consumer_decoder(root: str) -> Callable[[str, bytes], object]:

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gazette_core.allocator.keys import assign_key, item_key, parse_assign_key
-from gazette_core.allocator.routes import route_of
+from gazette_core.allocator.routes import check_proxy_header, route_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica, slot_of
-from gazette_core.errors import GazetteError
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 
 log = logging.getLogger(__name__)
@@ -51,10 +50,6 @@ class ShardResolution:
         return route.endpoints[route.primary] if route.primary >= 0 else ""
 
 
-class ProxyHeaderError(GazetteError):
-    """A proxied request's header names another Etcd cluster or another process."""
-
-
 class ShardResolver:
     """Maps shard IDs to resolutions and manages this process's replicas."""
 
@@ -77,21 +72,10 @@ class ShardResolver:
                       proxy_header: pb.Header | None = None) -> ShardResolution:
         """Resolve `shard`, first waiting for the revision a proxying peer resolved at."""
         if proxy_header is not None and proxy_header.HasField("etcd"):
-            self._check_proxy_header(proxy_header)
+            check_proxy_header(proxy_header, self.keyspace.header.cluster_id, self.process_id)
             if proxy_header.etcd.revision > self.keyspace.revision:
                 await self.keyspace.wait_for_revision(proxy_header.etcd.revision)
         return self.resolve_now(shard, may_proxy=may_proxy and proxy_header is None)
-
-    def _check_proxy_header(self, header: pb.Header) -> None:
-        ours = self.keyspace.header.cluster_id
-        if header.etcd.cluster_id != ours:
-            raise ProxyHeaderError(f"proxied request Etcd ClusterId ({header.etcd.cluster_id}) "
-                                   f"doesn't match our own ({ours})")
-        pid = header.process_id
-        if (pid.zone or pid.suffix) and pid != self.process_id:
-            raise ProxyHeaderError(
-                f"proxied request ProcessId ({pid.zone}#{pid.suffix}) doesn't match our own "
-                f"({self.process_id.zone}#{self.process_id.suffix})")
 
     def resolve_now(self, shard: str, *, may_proxy: bool = True) -> ShardResolution:
         """Resolve against the KeySpace as it is now, without waiting."""

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aetcd
-from aetcd import rpc
 
 from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
@@ -54,7 +52,7 @@ from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.client_auth import CallAuth
-from gazette_core.server.statuses import describe
+from gazette_core.server.process import quietly
 from gazette_core.server.tls import ClientTLS
 
 if TYPE_CHECKING:
@@ -70,14 +68,6 @@ DRAIN_STALL_S = 10.0
 REPLICAS_STOP_TIMEOUT_S = 30.0
 # Backoff of status updates (consumer.md 7.2): 50, 50, 100, 100 ms, 1 s, 1 s, then 5 s.
 STATUS_BACKOFF = (0.05, 0.05, 0.1, 0.1, 1.0, 1.0, 5.0)
-
-
-async def _quietly(what: str, step: Awaitable[Any]) -> None:
-    """Run one step of stopping; a failure is logged, never skipping the steps after it."""
-    try:
-        await step
-    except Exception as exc:
-        log.warning("%s failed: %s", what, describe(exc))
 
 
 class ConsumerService:
@@ -191,8 +181,7 @@ class ConsumerService:
             attempt += 1
 
     async def _put_status(self, kv: KeyValue, status: cpb.ReplicaStatus) -> bool:
-        op = rpc.RequestOp(request_put=rpc.PutRequest(
-            key=kv.key.encode(), value=status.SerializeToString(), ignore_lease=True))
+        op = etcd_util.put_op(kv.key, status.SerializeToString(), ignore_lease=True)
         resp = await etcd_util.txn(self.etcd, [etcd_util.cmp_mod_revision(kv.key,
                                                                             kv.mod_revision)],
                                    [op])
@@ -232,10 +221,10 @@ class ConsumerService:
         self._stopped = True
         lost = self.lease_lost.is_set()
         if not lost and self.announcement is not None and self.allocator is not None:
-            await _quietly("draining", self._drain(drain_timeout))
-        await _quietly("stopping the shard gauges", self.gauges.stop())
+            await quietly("draining", self._drain(drain_timeout))
+        await quietly("stopping the shard gauges", self.gauges.stop())
         if self.allocator is not None:
-            await _quietly("stopping the allocator", self.allocator.stop())
+            await quietly("stopping the allocator", self.allocator.stop())
         try:
             async with asyncio.timeout(REPLICAS_STOP_TIMEOUT_S):
                 await self.resolver.stop()
@@ -247,7 +236,7 @@ class ConsumerService:
         await self.server.stop()
         await self.keyspace.stop()
         if self.announcement is not None:
-            await _quietly("revoking the lease", self.announcement.revoke())
+            await quietly("revoking the lease", self.announcement.revoke())
         await self.etcd.close()
 
     async def crash(self) -> None:
@@ -262,12 +251,12 @@ class ConsumerService:
         self.keyspace.observers.remove(self.resolver.on_keyspace_update)
         await self.resolver.abort()
         if self.allocator is not None:
-            await _quietly("stopping the allocator", self.allocator.stop())
-        await _quietly("stopping the shard gauges", self.gauges.stop())
+            await quietly("stopping the allocator", self.allocator.stop())
+        await quietly("stopping the shard gauges", self.gauges.stop())
         await self.server.stop()
         await self.keyspace.stop()
         if self.announcement is not None:
-            await _quietly("revoking the lease", self.announcement.revoke())
+            await quietly("revoking the lease", self.announcement.revoke())
         await self.etcd.close()
 
     async def _drain(self, timeout: float) -> None:

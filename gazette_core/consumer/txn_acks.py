@@ -18,19 +18,11 @@ from typing import Any
 from gazette_core.broker.client.append_service import AppendService, AsyncAppend
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
+from gazette_core.tasks import copy_outcome
 
 _Held = tuple[bytes, "asyncio.Future[Any]", bool]  # record, its future, batch-style?
 
 
-def _copy(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
-    if target.done():
-        return
-    if source.cancelled():
-        target.cancel()
-    elif (exc := source.exception()) is not None:
-        target.set_exception(exc)
-    else:
-        target.set_result(source.result())
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
@@ -101,8 +93,8 @@ class TxnAppendService(AppendService):
     def _append_held(self, journal: str, record: bytes, future: asyncio.Future[Any],
                      held: list[_Held]) -> None:
         ack = super().enqueue(journal, record)
-        ack.future.add_done_callback(lambda s: _copy(s, future))
+        ack.future.add_done_callback(lambda s: copy_outcome(s, future))
         for data, target, batch in held:
             source = super().enqueue(journal, data).future if batch else super().write(
                 journal, data)
-            source.add_done_callback(lambda s, t=target: _copy(s, t))  # type: ignore[misc]
+            source.add_done_callback(lambda s, t=target: copy_outcome(s, t))  # type: ignore[misc]

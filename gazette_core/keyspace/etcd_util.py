@@ -127,9 +127,14 @@ def header_of(resp_header: rpc.ResponseHeader) -> pb.Header.Etcd:
     )
 
 
-def put_op(key: str | bytes, value: bytes, lease: int = 0) -> rpc.RequestOp:
-    """A txn op putting `value` at `key`, attached to `lease` when non-zero."""
-    return rpc.RequestOp(request_put=rpc.PutRequest(key=_key(key), value=value, lease=lease))
+def put_op(key: str | bytes, value: bytes, lease: int = 0, *, ignore_lease: bool = False
+           ) -> rpc.RequestOp:
+    """A txn op putting `value` at `key`, attached to `lease` when non-zero.
+
+    With `ignore_lease`, the key keeps the lease it already has (another member's).
+    """
+    return rpc.RequestOp(request_put=rpc.PutRequest(key=_key(key), value=value, lease=lease,
+                                                    ignore_lease=ignore_lease))
 
 
 def delete_op(key: str | bytes) -> rpc.RequestOp:

@@ -20,6 +20,17 @@ HEADER_LEN = 8
 _LENGTH = struct.Struct("<I")
 
 
+def frame(body: bytes) -> bytes:
+    """`body` behind its header: the magic word and its little-endian uint32 length."""
+    return MAGIC + _LENGTH.pack(len(body)) + body
+
+
+def announced_length(header: bytes | bytearray, at: int = 0) -> int:
+    """The body length the header starting at `at` announces (its magic word unchecked)."""
+    length: int = _LENGTH.unpack_from(header, at + 4)[0]
+    return length
+
+
 class ProtoFixedSplitter(Splitter):
     def __init__(self) -> None:
         super().__init__()
@@ -32,7 +43,7 @@ class ProtoFixedSplitter(Splitter):
             if buf[i:i + 4] != MAGIC:
                 i = self._resync(buf, i)
                 continue
-            end = i + HEADER_LEN + _LENGTH.unpack_from(buf, i + 4)[0]
+            end = i + HEADER_LEN + announced_length(buf, i)
             if end > n:
                 break
             cuts.append((i, end))
@@ -59,13 +70,12 @@ class ProtoFixedFraming:
     content_type = "application/x-protobuf-fixed"
 
     def marshal(self, msg: Message) -> bytes:
-        body: bytes = msg.SerializeToString()  # type: ignore[attr-defined]
-        return MAGIC + _LENGTH.pack(len(body)) + body
+        return frame(msg.SerializeToString())  # type: ignore[attr-defined]
 
     def unmarshal(self, record: bytes, msg: Message) -> Message:
         if record[:4] != MAGIC or len(record) < HEADER_LEN:
             raise ValueError(f"not a protobuf-fixed frame: {record[:16]!r}")
-        length = _LENGTH.unpack_from(record, 4)[0]
+        length = announced_length(record)
         if len(record) != HEADER_LEN + length:
             raise ValueError(f"protobuf-fixed frame of {len(record)} bytes announces {length}")
         msg.ParseFromString(record[HEADER_LEN:])  # type: ignore[attr-defined]

@@ -3,7 +3,8 @@
 `run_process` runs a server coroutine to its end and turns the ways it ends
 into one line on stderr and an exit status: 0 stopped by a signal, 1 failed,
 EXIT_LEASE_LOST (75, EX_TEMPFAIL) when its Etcd lease was lost and a
-supervisor should simply restart it.
+supervisor should simply restart it. `quietly` runs one step of stopping
+such a process.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any, Protocol
 
 from gazette_core.errors import GazetteError
+from gazette_core.server.statuses import describe
 
 LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
           "warn": logging.WARNING, "warning": logging.WARNING, "error": logging.ERROR,
           "fatal": logging.CRITICAL}
 EXIT_LEASE_LOST = 75
+
+log = logging.getLogger(__name__)
 
 
 class LeaseLostExit(GazetteError):
@@ -66,6 +70,14 @@ async def serve_until_stopped(server: Server, name: str, lost: str) -> None:
             loop.remove_signal_handler(sig)
     if server.lease_lost.is_set():
         raise LeaseLostExit(lost)
+
+
+async def quietly(what: str, step: Awaitable[Any]) -> None:
+    """Run one step of stopping; a failure is logged, never skipping the steps after it."""
+    try:
+        await step
+    except Exception as exc:
+        log.warning("%s failed: %s", what, describe(exc))
 
 
 def run_process(prog: str, log_level: str, serve: Coroutine[Any, Any, None]) -> int:

@@ -3,19 +3,17 @@
 A frame is the 4-byte magic word, a little-endian uint32 body length and the
 protobuf RecordedOp body. A write op's raw payload follows its frame outside
 of it (and outside the checksum chain). `find_magic` lets a reader resynchronise
-after garbage between frames.
+after garbage between frames. It is the `application/x-protobuf-fixed`
+framing of messages, whose header helpers it shares.
 """
 
 from __future__ import annotations
 
-import struct
-
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.errors import GazetteError
+from gazette_core.message.framing_proto import HEADER_LEN, MAGIC, announced_length, frame
 
-MAGIC = b"\x66\x33\x93\x36"
-HEADER_LEN = 8
-_LENGTH = struct.Struct("<I")
+__all__ = ["HEADER_LEN", "MAGIC", "FrameError", "body_length", "encode", "find_magic"]
 
 
 class FrameError(GazetteError):
@@ -29,7 +27,7 @@ def encode(op: rpb.RecordedOp) -> tuple[bytes, bytes]:
     meta fields (first_offset, last_offset, log) that players fill in.
     """
     body = op.SerializeToString()
-    return MAGIC + _LENGTH.pack(len(body)) + body, body
+    return frame(body), body
 
 
 def body_length(header: bytes) -> int:
@@ -38,8 +36,7 @@ def body_length(header: bytes) -> int:
         raise FrameError(f"short frame header ({len(header)} of {HEADER_LEN} bytes)")
     if header[:4] != MAGIC:
         raise FrameError(f"bad frame magic word {header[:4].hex()} (expected {MAGIC.hex()})")
-    length: int = _LENGTH.unpack_from(header, 4)[0]
-    return length
+    return announced_length(header)
 
 
 def find_magic(buf: bytes, start: int = 0) -> int:

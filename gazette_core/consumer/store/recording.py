@@ -14,6 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from gazette_core.tasks import copy_outcome
+
 
 class FileRecording(Protocol):
     """One open file (Fnode) of a recording."""
@@ -115,15 +117,4 @@ class LoopRecording:
             self.error = exc
             done.set_exception(exc)
             return
-        inner.add_done_callback(lambda f: _copy_outcome(f, done))
-
-
-def _copy_outcome(src: asyncio.Future[None], dst: asyncio.Future[None]) -> None:
-    if dst.done():
-        return
-    if src.cancelled():
-        dst.cancel()
-    elif (exc := src.exception()) is not None:
-        dst.set_exception(exc)
-    else:
-        dst.set_result(None)
+        inner.add_done_callback(lambda f: copy_outcome(f, done))
