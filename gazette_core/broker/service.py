@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import aetcd
 import grpc
-from aetcd import rpc
 
 from gazette_core.allocator.allocator import Allocator
 from gazette_core.allocator.announce import Announcement
@@ -335,8 +334,7 @@ class Broker:
         if not stale:
             return
         compares = [etcd_util.cmp_mod_revision(kv.key, kv.mod_revision) for kv in res.assignments]
-        ops = [rpc.RequestOp(request_put=rpc.PutRequest(key=kv.key.encode(), value=value,
-                                                        ignore_lease=True)) for kv in stale]
+        ops = [etcd_util.put_op(kv.key, value, ignore_lease=True) for kv in stale]
         try:
             resp = await etcd_util.txn(self.etcd, compares, ops)
         except etcd_util.EtcdUnavailableError as exc:

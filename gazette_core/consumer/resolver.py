@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gazette_core.allocator.keys import assign_key, item_key, parse_assign_key
+from gazette_core.allocator.keys import item_key, parse_assign_key
 from gazette_core.allocator.routes import check_proxy_header, route_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -64,6 +64,8 @@ class ShardResolver:
         # allocator moving its assignment to another slot (a standby's promotion).
         self.replicas: dict[str, ShardReplica] = {}
         self._created: dict[str, int] = {}
+        # Stops of replicas whose assignment went away, still under way.
+        self._dropping: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     # -- resolution ---------------------------------------------------------
@@ -140,9 +142,9 @@ class ShardResolver:
         del self._created[shard]
         task = asyncio.create_task(replica.stop(), name=f"stop shard {shard}")
         task.add_done_callback(_log_stop_failure)
-
-    def local_assignment_key(self, shard: str, slot: int) -> str:
-        return assign_key(self.root, shard, self.process_id.zone, self.process_id.suffix, slot)
+        # Kept until done, so that stopping the resolver waits for these stops too.
+        self._dropping.add(task)
+        task.add_done_callback(self._dropping.discard)
 
     def primaries(self) -> int:
         """How many local replicas hold their shard's primary assignment."""
@@ -153,14 +155,18 @@ class ShardResolver:
         self._stopping = True
         replicas, self.replicas = list(self.replicas.values()), {}
         self._created.clear()
-        await asyncio.gather(*(r.abort() for r in replicas), return_exceptions=True)
+        for task in self._dropping:
+            task.cancel()
+        await asyncio.gather(*(r.abort() for r in replicas), *self._dropping,
+                             return_exceptions=True)
 
     async def stop(self) -> None:
         """Stop every local replica (a primary finishes or abandons its transaction)."""
         self._stopping = True
         replicas, self.replicas = list(self.replicas.values()), {}
         self._created.clear()
-        await asyncio.gather(*(r.stop() for r in replicas), return_exceptions=True)
+        await asyncio.gather(*(r.stop() for r in replicas), *self._dropping,
+                             return_exceptions=True)
 
 
 def _log_stop_failure(task: asyncio.Task[None]) -> None:
