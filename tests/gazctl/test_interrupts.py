@@ -71,6 +71,8 @@ def _killed_at_the_end(procs: list[subprocess.Popen[bytes]]) -> Iterator[None]:
 
 def _took_over_sigint(proc: subprocess.Popen[bytes]) -> bool:
     """Whether `proc` catches SIGINT (false while it still ignores the inherited ignore)."""
+    if proc.poll() is not None:  # done already (an unreaped one still shows SigCgt 0)
+        return True
     try:
         status = Path(f"/proc/{proc.pid}/status").read_text()
     except OSError:  # it exited already
