@@ -20,11 +20,11 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
+from gazette_core.broker.client.call_status import StatusKeeper
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError
 from gazette_core.server.statuses import describe
@@ -58,10 +58,13 @@ class PeerSpoolFullError(PipelineError):
     grpc_code = "RESOURCE_EXHAUSTED"
 
 
-@dataclass
 class _Peer:
-    process_id: pb.ProcessSpec.ID
-    call: Any  # grpc.aio.StreamStreamCall[ReplicateRequest, ReplicateResponse]
+    """A peer's Replicate stream, and the status its broker ended it with."""
+
+    def __init__(self, process_id: pb.ProcessSpec.ID, call: Any) -> None:
+        self.process_id = process_id
+        self.call = call  # grpc.aio.StreamStreamCall[ReplicateRequest, ReplicateResponse]
+        self.status = StatusKeeper(call)
 
 
 class Pipeline:
@@ -169,10 +172,10 @@ class Pipeline:
     async def _spool_full(self, ended: list[_Peer]) -> PeerSpoolFullError | None:
         """The error of a peer that ended its stream because its spool directory is full."""
         for peer in ended:
-            if await peer.call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            if peer.status.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
                 self.replica.spool.full = True  # so that the next pipeline rolls it
                 who = f"{peer.process_id.zone}#{peer.process_id.suffix}"
-                return PeerSpoolFullError(f"replica {who}: {await peer.call.details()}")
+                return PeerSpoolFullError(f"replica {who}: {peer.status.details}")
         return None
 
     def _break(self, tasks: Sequence[asyncio.Future[Any]], err: PipelineError) -> None:
@@ -344,7 +347,7 @@ async def _settle(peers: list[_Peer]) -> None:
     try:
         async with asyncio.timeout(SETTLE_S):
             for peer in peers:
-                await peer.call.code()
+                await peer.status.wait()
     except TimeoutError:
         pass
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from gazette_core.broker.client.call_status import StatusKeeper
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.resolver import Resolution
 from gazette_core.errors import CodedError, GazetteError
@@ -78,6 +79,7 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
             call.cancel()
 
     call = stub.Append(relay(), metadata=broker.security.peer_metadata(res.journal, auth.APPEND))
+    status = StatusKeeper(call)
     try:
         resp: pb.AppendResponse = await call
     except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
@@ -85,7 +87,7 @@ async def proxy_append(broker: Broker, res: Resolution, first: pb.AppendRequest,
             raise refused[0] from None
         if isinstance(exc, asyncio.CancelledError):
             raise
-        raise _error(exc, f"Append of {res.journal}") from None
+        raise _error(status.error(exc), f"Append of {res.journal}") from None
     return resp
 
 

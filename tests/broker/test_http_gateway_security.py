@@ -57,6 +57,28 @@ async def test_the_authorization_header_authorizes_the_rpcs(
             assert "UNAUTHENTICATED" in await resp.text()
 
 
+async def test_refused_appends_report_the_brokers_status_however_the_refusal_races_the_body(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    """The broker refuses a tokenless append before reading its body; the gateway is
+    still writing it then, and must answer with the broker's status, not grpc's stand-in
+    for a failed write ("Internal error from Core"), which many large bodies provoke."""
+    config = broker_config(etcd_server.endpoint, str(tmp_path), auth_keys=KEYS, http_port=0)
+    async with running_broker(config) as broker, aiohttp.ClientSession() as http:
+        stub = journal_stub(broker.endpoint)
+        await stub.Apply(upsert(journal_spec("auth/racing")), metadata=bearer())
+        await wait_primary(stub, "auth/racing")
+        url = f"{broker.http_endpoint}/auth/racing"
+        body = b"x" * (2 << 20)
+
+        async def put() -> tuple[int, str]:
+            async with http.put(url, data=body) as resp:
+                return resp.status, await resp.text()
+
+        answers = await asyncio.gather(*(put() for _ in range(40)))
+        assert [a for a in answers if "UNAUTHENTICATED" not in a[1]] == []
+        assert {status for status, _ in answers} == {500}
+
+
 async def test_a_tls_broker_serves_https(etcd: aetcd.Client, etcd_server: EtcdServer,
                                               tmp_path: Path) -> None:
     ca = TestCA(tmp_path)

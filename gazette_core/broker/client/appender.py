@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from gazette_core.broker.client.backoff import Backoff
+from gazette_core.broker.client.call_status import StatusKeeper
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -127,11 +128,12 @@ async def append(
     )
     target = target_for(stub, journal, primary=True)
     call = target.stub.Append(timeout=timeout)
+    status = StatusKeeper(call)
     try:
         await _send(call, first, data)
         resp: pb.AppendResponse = await call
     except grpc.aio.AioRpcError as err:
-        failure = from_rpc_error(err, f"Append to {journal!r}")
+        failure = from_rpc_error(status.error(err), f"Append to {journal!r}")
         target.failed(failure)
         raise failure from err
     except BaseException:
