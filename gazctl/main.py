@@ -19,6 +19,11 @@ built), even when it was caught; Spark's own Ctrl-C handler, in place during
 
 SIGUSR1 writes every thread's stack to stderr, so a gazctl that does not exit
 can be asked what it waits for (`kill -USR1 PID`).
+
+gRPC's own log lines (a failed TLS handshake, a poller racing the exit of an
+interrupted command) are kept off gazctl's stderr, where a failure is one
+line that already carries gRPC's reason; GRPC_VERBOSITY set by the user
+still applies. Processes that gazctl starts (`local up`) log as usual.
 """
 
 from __future__ import annotations
@@ -33,10 +38,26 @@ from gazctl.interrupts import take_over_ctrl_c
 INTERRUPTED = 130  # gazctl.usage.INTERRUPTED, whose module is not imported this early
 
 
+def _quiet_grpc() -> None:
+    """Load gRPC with its logging off unless GRPC_VERBOSITY asks otherwise.
+
+    gRPC reads the variable once, when it loads; it is taken out again so
+    that processes gazctl starts do not inherit it.
+    """
+    if "GRPC_VERBOSITY" in os.environ:
+        return
+    os.environ["GRPC_VERBOSITY"] = "NONE"
+    try:
+        import grpc  # noqa: F401
+    finally:
+        del os.environ["GRPC_VERBOSITY"]
+
+
 def main() -> None:
     """Console-script entry point (and `python -m gazctl.main`)."""
     take_over_ctrl_c()
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _quiet_grpc()
     from gazctl.cli import run_cli  # the slow part of starting up
 
     code = run_cli()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from gazette_core.local.stack import STATE_FILE, Stack
 from gazette_core.testing.etcd import free_port
 from tests.gazctl.support import (
     GAZCTL,
+    gazctl,
     isolated_env,
     ok,
     one_error_line,
@@ -177,3 +180,31 @@ def test_offsets_out_is_kept_when_a_read_is_interrupted(
 
     assert proc.returncode == 130
     assert json.loads(target.read_text())["errs/one"] >= 6
+
+
+def test_grpcs_own_log_lines_stay_off_stderr(state_home: Path) -> None:
+    """TLS to a plaintext listener: gRPC logs the failed handshake itself, and gazctl
+    reports it; the user sees gazctl's one line only. GRPC_VERBOSITY brings gRPC's back."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        answering = threading.Thread(target=_answer_plaintext, args=(listener,), daemon=True)
+        answering.start()
+        address = f"https://127.0.0.1:{listener.getsockname()[1]}"
+        argv = ["journals", "list", "--broker.address", address, "--timeout", "5s"]
+        quiet = gazctl(*argv, env=isolated_env(state_home))
+        loud = gazctl(*argv, env={**isolated_env(state_home), "GRPC_VERBOSITY": "INFO"})
+
+    assert quiet.returncode == 1
+    assert "Tls handshake failed" in one_error_line(quiet.stderr.decode())
+    assert "Handshake failed" in loud.stderr.decode()  # gRPC's own line, as asked
+
+
+def _answer_plaintext(listener: socket.socket) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return  # the listener was closed
+        with conn:
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
