@@ -19,6 +19,7 @@ from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
 from gazctl.commands.shards import app as shards_app
 from gazctl.connection import add_connection_options
+from gazctl.help_text import unwrap_app
 from gazctl.render import print_error, print_usage_error
 from gazctl.usage import INTERRUPTED, USAGE
 from gazette_core.errors import GazetteError
@@ -64,6 +65,8 @@ app.command("print-config")(print_config)
 app.command("attach-uuids")(attach_uuids)
 # After every command is registered: each one that dials a broker gets the TLS and auth options.
 add_connection_options(app)
+# Last: every help text, the connection options' included, as paragraphs the terminal wraps.
+unwrap_app(app)
 
 
 def run_cli(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """A SQLite store recorded into a recovery log, then rebuilt elsewhere from its hints.
 
 Usage: python docs/examples/recorded_sqlite.py [BROKER_ADDRESS]
-(default http://localhost:8080; start one with `gazctl local up`).
+(default: $BROKER_ADDRESS, which `gazctl local env` exports, else
+http://localhost:8080; start a broker with `gazctl local up`).
 """
 
 import asyncio
@@ -12,6 +13,7 @@ from pathlib import Path
 import grpc
 
 from gazette_core.broker.client.appender import append_retrying
+from gazette_core.broker.client.channel import default_address, grpc_target
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
@@ -27,7 +29,7 @@ LOG = "examples/recovery/counter"
 
 
 async def main(address: str, work: Path) -> None:
-    async with grpc.aio.insecure_channel(address.split("://")[-1]) as channel:
+    async with grpc.aio.insecure_channel(grpc_target(address)) as channel:
         client = pb_grpc.JournalStub(channel)
         spec = pb.JournalSpec(name=LOG, replication=1)
         spec.fragment.length = 1 << 26
@@ -71,5 +73,4 @@ async def main(address: str, work: Path) -> None:
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "http://localhost:8080",
-                         Path(tmp)))
+        asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else default_address(), Path(tmp)))

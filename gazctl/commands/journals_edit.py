@@ -1,18 +1,18 @@
 """`gazctl journals edit`: change journal specs in an editor, applied when saved.
 
 The selected journals are rendered as the hoisted YAML tree (as `journals
-list -o yaml` shows them); the editor loop (`edit_loop`, shared with `shards
+list -o yaml` shows them); the editor loop (`gazctl.editor`, shared with `shards
 edit`) validates and applies what was saved, reopening on an error.
 """
 
 from __future__ import annotations
 
 from gazctl.commands.apply_plan import plan_and_apply, report, to_send
-from gazctl.commands.edit_loop import edit_specs
 from gazctl.commands.journals_space import JournalSpace
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.commands.spec_input import MaxTxnSize
 from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.editor import edit_specs
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request

@@ -1,7 +1,7 @@
 """`gazctl shards apply` and `gazctl shards edit`: shard specs from a shard set's YAML.
 
 The journals twins' behaviour, on their shared code (`apply_plan`,
-`apply_txns`, `edit_loop`): only shards whose spec changes are sent,
+`apply_txns`, `gazctl.editor`): only shards whose spec changes are sent,
 `--dry-run` shows each change's diff, `--max-txn-size` splits the changes
 into transactions, and the edit loop reopens on an error. Before anything is
 sent the journals the shards name are checked with the brokers
@@ -11,12 +11,12 @@ sent the journals the shards name are checked with the brokers
 from __future__ import annotations
 
 from gazctl.commands.apply_plan import Planned, finish_apply, plan_and_apply, report, to_send
-from gazctl.commands.edit_loop import edit_specs
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.commands.shards_space import ShardSpace, check_journals
 from gazctl.commands.spec_input import DryRun, MaxTxnSize, SpecsFile, read_specs
 from gazctl.config import BrokerAddress, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, RequiredShardSelector, run_shards
+from gazctl.editor import edit_specs
 from gazctl.render import stdout
 from gazette_core.consumer.client import list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb

@@ -28,7 +28,15 @@ async def read_committed(
     client: JournalClient, journal: str, new_message: NewMessage, *, offset: int = 0,
     block: bool = True, ring_size: int = 8192,
 ) -> AsyncIterator[Envelope]:
-    """Committed envelopes of `journal` from `offset`; non-blocking reads end at the head."""
+    """Committed envelopes of `journal` from `offset`, each once, ACKs left out.
+
+    `new_message(spec)` makes an empty message for each record. With `block`
+    (the default) the read waits at the write head for more and never ends, like
+    `tail -f`; with `block=False` it ends at the write head as of the read, so
+    `async for` finishes with what was committed by then (messages still
+    waiting for their ACK there are not yielded). `ring_size` is how many
+    pending messages the sequencer keeps before a commit must re-read its span.
+    """
     def replay(name: str, begin: int, end: int) -> AsyncIterator[Envelope]:
         return read_uncommitted(client, name, begin, new_message, end=end)
 

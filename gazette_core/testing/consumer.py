@@ -5,7 +5,7 @@
         await h.create_shards(h.shard_spec("my-shard", ["my/input"]))
         offset = await h.publish(mapping, MyMessage(...))
         await h.wait_consumed("my-shard", {"my/input": offset})
-        results = await h.read_committed("my/output", lambda _: MyResult())
+        results = await h.committed_messages("my/output", lambda _: MyResult())
 
 Everything runs on loopback in one event loop: an etcd subprocess (or yours,
 by `etcd_endpoint`), an in-process broker (or your brokers, by
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -165,11 +166,24 @@ class ConsumerHarness:
                     raise HarnessError(f"{journal} is not served: {err}") from err
                 await asyncio.sleep(0.05)
 
-    async def read_committed(self, journal: str, new_message: Callable[[pb.JournalSpec], Message],
-                             offset: int = 0) -> list[Message]:
-        """The committed messages (ACKs skipped) of `journal` from `offset` to its write head."""
+    async def committed_messages(self, journal: str,
+                                 new_message: Callable[[pb.JournalSpec], Message],
+                                 offset: int = 0) -> list[Message]:
+        """The committed messages (ACKs skipped) of `journal` from `offset` to its write head.
+
+        Bare messages, in journal order; `gazette_core.message.read_committed`
+        (with `block=False`) yields the same as Envelopes, with their offsets.
+        """
         return [env.message async for env in read_committed(
             self.journals, journal, new_message, offset=offset, block=False)]
+
+    async def read_committed(self, journal: str, new_message: Callable[[pb.JournalSpec], Message],
+                             offset: int = 0) -> list[Message]:
+        """Deprecated: `committed_messages`, under the name that elsewhere yields Envelopes."""
+        warnings.warn("ConsumerHarness.read_committed is deprecated: it returns bare messages, "
+                      "while gazette_core.message.committed.read_committed yields Envelopes; "
+                      "use ConsumerHarness.committed_messages", DeprecationWarning, stacklevel=2)
+        return await self.committed_messages(journal, new_message, offset)
 
     # -- shards at work -------------------------------------------------------
 

@@ -21,7 +21,7 @@ async def test_every_stream_sum_arrives_once_and_right() -> None:
                                                                 timeout=30, seed=1))
         assert summary == {"streams": 60, "verified": 60, "wrong": 0, "duplicated": 0,
                            "missing": 0}
-        assert len(await h.read_committed(SUMS_JOURNAL, lambda _: Sum())) == 60
+        assert len(await h.committed_messages(SUMS_JOURNAL, lambda _: Sum())) == 60
 
 
 async def test_sums_stay_exactly_once_across_crashed_primaries() -> None:

@@ -197,6 +197,20 @@ def wait_primaries(address: str, selector: str, limit: float = 30) -> None:
         time.sleep(0.05)
 
 
+def command_paths() -> list[list[str]]:
+    """Every command and group of the tree as its arguments after `gazctl`; [] is the root.
+
+    Tests that walk this cover a new command at once.
+    """
+    def walk(command: Any, path: list[str]) -> Iterator[list[str]]:
+        yield path
+        if isinstance(command, TyperGroup):
+            for name, sub in sorted(command.commands.items()):
+                yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
 def command_tree() -> dict[str, Any]:
     """Every gazctl command (not group) by its path, e.g. "gazctl journals read"."""
     def leaves(command: Any, path: str) -> Iterator[tuple[str, Any]]:

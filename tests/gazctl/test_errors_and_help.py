@@ -6,15 +6,11 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import typer
-from typer.core import TyperGroup
 
-from gazctl.cli import app
 from gazette_core.testing.etcd import free_port
-from tests.gazctl.support import cli, dialing_commands, gazctl, isolated_env
+from tests.gazctl.support import cli, command_paths, dialing_commands, gazctl, isolated_env
 
 HINT = "(start one with `gazctl local up`, set --broker.address, or raise --timeout)"
 
@@ -80,16 +76,7 @@ def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:
                                     'selector at position 5 of "name=[x]" (near "[x]")\n')
 
 
-def _command_paths(command: Any, path: list[str]) -> list[list[str]]:
-    """Every command and group of the tree, so that a new command is covered at once."""
-    paths = [path]
-    if isinstance(command, TyperGroup):
-        for name, sub in sorted(command.commands.items()):
-            paths += _command_paths(sub, [*path, name])
-    return paths
-
-
-COMMANDS = _command_paths(typer.main.get_command(app), [])
+COMMANDS = command_paths()
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])

@@ -237,7 +237,7 @@ async def test_prune_keeps_what_every_hint_set_needs_and_recovery_still_works(
         # consume its source again from the start and publish every sum twice).
         await fail_over(h)
         await feed(h, 12, seed=3)
-        sums = await h.read_committed(SUMS_JOURNAL, lambda _: Sum())
+        sums = await h.committed_messages(SUMS_JOURNAL, lambda _: Sum())
         assert len(sums) == 24 + 24 + 12
         assert len({(s.id, s.seq_no) for s in sums if isinstance(s, Sum)}) == len(sums)
         # The table lists each restored file with its size.

@@ -1,4 +1,5 @@
-"""The consumer harness itself: a crash loses the open transaction, recovery redoes it."""
+"""The consumer harness itself: a crash loses the open transaction, recovery redoes it;
+committed messages read back bare, under a name of their own."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.store.interface import Store
@@ -84,3 +87,19 @@ async def test_a_crashed_primary_loses_its_open_transaction_and_recovery_redoes_
         second = await h.wait_primary("clicks-000")
         assert second is not first and second.app.consumed == 4  # the lost three, again
         assert second.app.stores["clicks-000"].state == {"ann": 2, "bob": 1, "cat": 1}
+
+
+async def test_committed_messages_are_bare_and_the_old_name_warns() -> None:
+    async with consumer_harness(Counting, consumers=0) as h:
+        await h.create_journals(SOURCE)
+        await h.publish(to_source, Click(user="ann"), Click(user="bob"))
+        end = await h.publish(to_source, Click(user="cat"))
+
+        messages = await h.committed_messages(SOURCE, lambda _: Click())
+        with pytest.warns(DeprecationWarning, match="use ConsumerHarness.committed_messages"):
+            old = await h.read_committed(SOURCE, lambda _: Click())
+
+        assert [(type(m), m.user) for m in messages] == [  # type: ignore[attr-defined]
+            (Click, "ann"), (Click, "bob"), (Click, "cat")]
+        assert old == messages
+        assert await h.committed_messages(SOURCE, lambda _: Click(), offset=end) == []

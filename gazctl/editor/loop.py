@@ -1,4 +1,4 @@
-"""The editor loop of `journals edit` and `shards edit`.
+"""The editor loop of `journals edit` and `shards edit` (see the package docstring).
 
 The specs are rendered as YAML (as `list -o yaml` shows them) in a temporary
 `.yaml` file below a header of `#⚙` lines, and the editor opens it. Saved
