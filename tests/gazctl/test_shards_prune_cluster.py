@@ -20,14 +20,13 @@ from tests.gazctl.test_shards_prune_recover import (
     B,
     add_backup_slot,
     add_consumer,
-    fail_over,
-    feed,
     gazctl,
     hints_ready,
     install,
     needed,
     on_disk,
     persisted,
+    prunable_history,
 )
 from tests.spark_jobs.test_prune_plan import undeletable
 
@@ -37,9 +36,7 @@ async def test_dry_run_then_a_read_only_store_on_a_standalone_cluster(
     async with consumer_harness(Summer, consumers=0) as h:
         await add_consumer(h)
         await install(h)
-        await feed(h, 24, seed=4)
-        await fail_over(h)
-        await feed(h, 24, seed=5)
+        await prunable_history(h, seed=4)
         await add_backup_slot(h, B)
         hints = await hints_ready(h)
         frags = await persisted(h, LOG_A)
