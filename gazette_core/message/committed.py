@@ -70,19 +70,25 @@ class CommittedSequence:
     async def messages(self) -> AsyncGenerator[Envelope, None]:
         """The committed envelopes, in the order consumers see them."""
         sequencer = self.sequencer
-        async for env in self._envelopes:
-            outcome = sequencer.queue_uncommitted(env)
-            if outcome not in COMMIT_OUTCOMES:
-                continue
-            if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-                sequencer.start_replay(self._replay(*sequencer.replay_range()))
-            # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
-            skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
-            while await sequencer.step():
-                committed = sequencer.dequeued
-                assert committed is not None
-                if committed is not skip:
-                    yield committed
+        try:
+            async for env in self._envelopes:
+                outcome = sequencer.queue_uncommitted(env)
+                if outcome not in COMMIT_OUTCOMES:
+                    continue
+                if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                    sequencer.start_replay(self._replay(*sequencer.replay_range()))
+                # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
+                skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
+                while await sequencer.step():
+                    committed = sequencer.dequeued
+                    assert committed is not None
+                    if committed is not skip:
+                        yield committed
+        finally:
+            # A caller that stops early ends the read (and its RPC) now, not at collection.
+            aclose = getattr(self._envelopes, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     def resume_offset(self, journal: str, start: int, consumed: bool) -> int:
         """The offset of `journal` a new read starts at to hand out what this one has not.

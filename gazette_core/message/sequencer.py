@@ -221,13 +221,17 @@ class Sequencer:
         """
         at = self._offsets.get(journal, default)
         dequeue = self._dequeue
-        owner = None
         if dequeue is not None and dequeue.final.journal == journal:
-            owner = dequeue.owner
             at = self._sequence_resume(dequeue, consumed)
-        spans = [p.begin for p in self._producers.values()
-                 if p.journal == journal and p.begin != -1 and p is not owner]
-        return min([at, *spans])
+        opened = self.earliest_open(journal)
+        return at if opened is None else min(at, opened)
+
+    def earliest_open(self, journal: str) -> int | None:
+        """The first message of the earliest transaction of `journal` still pending (not
+        the one being handed out), if any."""
+        owner = self._dequeue.owner if self._dequeue is not None else None
+        return min((p.begin for p in self._producers.values()
+                    if p.journal == journal and p.begin != -1 and p is not owner), default=None)
 
     def _sequence_resume(self, dequeue: Dequeue, consumed: bool) -> int:
         """resume_offset within the sequence being handed out."""
