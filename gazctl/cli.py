@@ -32,7 +32,8 @@ app = typer.Typer(
          "development stack.\n\n"
          "Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong (nothing "
          "was done), 3 the selector matched no journal or nothing was done, 130 interrupted. "
-         "-o/--output is always an output format; durations are Go durations or seconds.",
+         "-o/--output is an output format, except in journals read, where it names the file "
+         "written (as in Go's gazctl); durations are Go durations or seconds.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,

@@ -7,6 +7,7 @@ http://localhost:8080.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -48,11 +49,18 @@ Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector
                              "empty for every journal.")
 
 
-def OutputFormat(default: Any) -> Any:
+# Every output format some command's -o takes, filled in as the commands declare theirs:
+# `journals read`, whose -o is a file as in Go's gazctl, refuses these as file names.
+FORMAT_WORDS: set[str] = set()
+
+
+def OutputFormat(default: enum.Enum) -> Any:
     """The `-o/--output` option every command with output formats declares.
 
-    `--format` is its older name, still taken.
+    `--format` is its older name, still taken. `default` is a member of the
+    command's format enum, whose values join FORMAT_WORDS.
     """
+    FORMAT_WORDS.update(str(member.value) for member in type(default))
     return typer.Option(default, "-o", "--output", "--format", help="Output format.")
 
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
-from uuid import UUID
 
 from gazette_core.broker.client.channel import close_channels
 from gazette_core.message.committed import sequence_committed
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, Framing, framing_for
-from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, Envelope, Message
+from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, Envelope, JSONRecord, Message
 from gazette_core.message.reader import MessageDecodeError
 from gazette_core.message.splitter import Splitter
 from gazette_core.message.uuid import get_producer_id
@@ -34,29 +33,6 @@ from spark_jobs.frame_source import JSON, RAW, JournalTask, content
 
 Row = tuple[Any, ...]
 BATCH_BYTES = 1 << 20  # Raw rows are at most this long.
-
-
-class JSONRecord:
-    """A JSON-lines message kept as its text; only the UUID is taken from the document."""
-
-    __slots__ = ("text", "uuid")
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.uuid = ZERO_UUID
-
-    def load_json_dict(self, doc: dict[str, Any]) -> None:
-        value = doc.get("uuid")
-        self.uuid = UUID(value) if isinstance(value, str) and value else ZERO_UUID
-
-    def get_uuid(self) -> UUID:
-        return self.uuid
-
-    def set_uuid(self, u: UUID) -> None:
-        self.uuid = u
-
-    def new_acknowledgement(self, journal: str) -> JSONRecord:
-        return JSONRecord()
 
 
 def _new_message(kind: str) -> Message:

@@ -1,14 +1,16 @@
 """Readers of `gazctl journals read`: the shared output and the journals it follows.
 
-Every reader copies one journal into one `Output`, a whole fragment at a
-time. A blocking read (`-b`) keeps its set of readers in step with a List
-watch of the selector: journals that start matching get a reader, journals
-that stop matching (relabelled, deleted, fully suspended) lose theirs.
+Every reader copies one journal into one `Output`: its raw content a whole
+fragment at a time (`read_one`), or its committed messages one at a time
+(read_committed.py). A blocking read (`-b`) keeps its set of readers in step
+with a List watch of the selector: journals that start matching get a reader,
+journals that stop matching (relabelled, deleted, fully suspended) lose theirs.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -20,18 +22,23 @@ from gazette_core.broker.protocol.suspend_ext import fully_suspended
 from gazette_core.errors import StatusError
 
 if TYPE_CHECKING:
+    from gazette_core.broker.client.routing import JournalClient
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
+ReadOne = Callable[[pb.ReadRequest, pb.JournalSpec], Awaitable[None]]
+"""Reads the journal of a request (from its offset) into the shared output, noting in
+the finals where it stopped."""
 
 
 async def follow(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str, out: Output,
                  template: pb.ReadRequest, starts: dict[str, int],
-                 finals: dict[str, int]) -> None:
+                 finals: dict[str, int], read: ReadOne) -> None:
     """Read the journals `sel` matches as it changes, until interrupted or --count is met.
 
     `template` is the ReadRequest every reader starts from (its offset says
     whether a journal without a known offset starts at 0 or at the write head).
     """
-    followed = Followed(stub, out, template, starts, finals)
+    followed = Followed(read, out, template, starts, finals)
     watch = asyncio.create_task(_track(stub, sel, text, followed), name="list watch")
     enough = asyncio.create_task(out.done.wait(), name="record count")
     try:
@@ -63,7 +70,8 @@ async def _track(stub: JournalAsyncStub, sel: pb.LabelSelector, text: str,
 
 
 class Output:
-    """The shared output: one journal's fragment at a time, and an optional record budget."""
+    """The shared output: one journal's fragment (or message) at a time, and an optional
+    budget of records (or messages)."""
 
     def __init__(self, out: BinaryIO, count: int) -> None:
         self.out = out
@@ -87,16 +95,36 @@ class Output:
         self.written += len(chunk)
         return len(chunk)
 
+    def write_message(self, record: bytes) -> None:
+        """Write one whole message, which counts as one record of the budget."""
+        self.out.write(record)
+        self.out.flush()
+        self.written += len(record)
+        if self.limited:
+            self.remaining -= 1
+            if not self.remaining:
+                self.done.set()
 
-async def read_one(stub: JournalAsyncStub, req: pb.ReadRequest, out: Output,
-                   finals: dict[str, int]) -> None:
+
+def raw_reader(client: JournalClient, out: Output, finals: dict[str, int],
+               file_root: str | None) -> ReadOne:
+    """The ReadOne copying journals' raw content (see read_one)."""
+    async def read(req: pb.ReadRequest, spec: pb.JournalSpec) -> None:
+        await read_one(client, req, out, finals, file_root)
+    return read
+
+
+async def read_one(client: JournalClient, req: pb.ReadRequest, out: Output,
+                   finals: dict[str, int], file_root: str | None = None) -> None:
     """Copy one journal to the shared output, a whole fragment range at a time.
 
     The broker streams content in small chunks that may split an append, but a
     fragment never does: holding the output from a fragment's first chunk to its
-    end keeps other journals' content from landing inside an append.
+    end keeps other journals' content from landing inside an append. With
+    `file_root` (and a `do_not_proxy` request) persisted fragments are read
+    from their stores by the RetryReader itself.
     """
-    reader = RetryReader(stub, req)
+    reader = RetryReader(client, req, file_root=file_root)
     held = False
     try:
         async for chunk in reader:
@@ -125,9 +153,9 @@ async def read_one(stub: JournalAsyncStub, req: pb.ReadRequest, out: Output,
 class Followed:
     """The readers of a blocking read, one per journal the selector currently matches."""
 
-    def __init__(self, stub: JournalAsyncStub, out: Output, template: pb.ReadRequest,
+    def __init__(self, read: ReadOne, out: Output, template: pb.ReadRequest,
                  starts: dict[str, int], finals: dict[str, int]) -> None:
-        self.stub, self.out, self.template = stub, out, template
+        self.read, self.out, self.template = read, out, template
         self.starts, self.finals = starts, finals
         # journal -> (create_revision, its reader); a new create_revision is a new journal.
         self.readers: dict[str, tuple[int, asyncio.Task[None]]] = {}
@@ -136,8 +164,9 @@ class Followed:
 
     async def update(self, snapshot: pb.ListResponse) -> None:
         """Stop the readers of journals that left the selection, start those of newcomers."""
+        specs = {j.spec.name: j.spec for j in snapshot.journals if not fully_suspended(j.spec)}
         wanted = {j.spec.name: j.create_revision for j in snapshot.journals
-                  if not fully_suspended(j.spec)}
+                  if j.spec.name in specs}
         leaving = [name for name, (rev, _) in self.readers.items() if wanted.get(name) != rev]
         if leaving:
             # Holding the output, no reader is inside a fragment: cancelling
@@ -149,9 +178,10 @@ class Followed:
             await asyncio.gather(*stopped, return_exceptions=True)
         for name, rev in wanted.items():
             if name not in self.readers:
-                self._start(name, rev, snapshot.header.etcd.revision)
+                self._start(specs[name], rev, snapshot.header.etcd.revision)
 
-    def _start(self, name: str, rev: int, revision: int) -> None:
+    def _start(self, spec: pb.JournalSpec, rev: int, revision: int) -> None:
+        name = spec.name
         req = pb.ReadRequest()
         req.CopyFrom(self.template)
         req.journal, req.offset = name, self._offset(name, rev)
@@ -160,7 +190,8 @@ class Followed:
         if req.offset >= 0:
             self.finals[name] = req.offset
         self.seen[name] = rev
-        self.readers[name] = (rev, asyncio.create_task(self._run(req), name=f"read {name}"))
+        self.readers[name] = (rev, asyncio.create_task(self._run(req, spec),
+                                                       name=f"read {name}"))
 
     def _offset(self, name: str, rev: int) -> int:
         """Where a reader starts: back in the selection, where its last reader stopped."""
@@ -171,9 +202,9 @@ class Followed:
             return self.finals.get(name, self.starts.get(name, fresh))
         return fresh  # deleted and created again: the old offsets mean nothing now
 
-    async def _run(self, req: pb.ReadRequest) -> None:
+    async def _run(self, req: pb.ReadRequest, spec: pb.JournalSpec) -> None:
         try:
-            await read_one(self.stub, req, self.out, self.finals)
+            await self.read(req, spec)
         except StatusError as err:
             # A journal deleted under its reader: the watch is about to drop it.
             if err.status != pb.JOURNAL_NOT_FOUND:

@@ -6,11 +6,13 @@ appear, duplicates are dropped, and ACK envelopes themselves are skipped.
 Replays of spans that left the sequencer's ring are read with a bounded
 second reader. State is in memory, so a new iterator from offset 0 sees the
 journal from the start again; consumers keep the state in their checkpoint.
+A reader that keeps only an offset asks CommittedSequence.resume_offset()
+where to start next time.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from gazette_core.message.interfaces import Envelope
@@ -53,17 +55,53 @@ async def sequence_committed(
     `replay(journal, begin, end)` reads a span again for commits whose
     pending messages left the sequencer's ring.
     """
-    sequencer = Sequencer(ring_size=ring_size)
-    async for env in envelopes:
-        outcome = sequencer.queue_uncommitted(env)
-        if outcome not in COMMIT_OUTCOMES:
-            continue
-        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-            sequencer.start_replay(replay(*sequencer.replay_range()))
-        # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
-        skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
-        while await sequencer.step():
-            committed = sequencer.dequeued
-            assert committed is not None
-            if committed is not skip:
-                yield committed
+    async for env in CommittedSequence(envelopes, replay, ring_size=ring_size):
+        yield env
+
+
+class CommittedSequence:
+    """Iterates the committed envelopes of a read of uncommitted ones, ACKs left out.
+
+    Also says where a later read of a journal should start to carry on from
+    what this one handed out (`resume_offset`).
+    """
+
+    def __init__(self, envelopes: AsyncIterator[Envelope], replay: Replay, *,
+                 ring_size: int = 8192) -> None:
+        self._envelopes = envelopes
+        self._replay = replay
+        self.sequencer = Sequencer(ring_size=ring_size)
+
+    def __aiter__(self) -> AsyncGenerator[Envelope, None]:
+        return self.messages()
+
+    async def messages(self) -> AsyncGenerator[Envelope, None]:
+        """The committed envelopes, in the order consumers see them."""
+        sequencer = self.sequencer
+        try:
+            async for env in self._envelopes:
+                outcome = sequencer.queue_uncommitted(env)
+                if outcome not in COMMIT_OUTCOMES:
+                    continue
+                if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                    sequencer.start_replay(self._replay(*sequencer.replay_range()))
+                # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
+                skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
+                while await sequencer.step():
+                    committed = sequencer.dequeued
+                    assert committed is not None
+                    if committed is not skip:
+                        yield committed
+        finally:
+            # A caller that stops early ends the read (and its RPC) now, not at collection.
+            aclose = getattr(self._envelopes, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def resume_offset(self, journal: str, start: int, consumed: bool) -> int:
+        """The offset of `journal` a new read starts at to hand out what this one has not.
+
+        `start` is where this read started; `consumed` whether the envelope
+        last handed out was used (the caller may have stopped before using it).
+        """
+        return self.sequencer.resume_offset(journal, start, consumed)

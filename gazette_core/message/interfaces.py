@@ -8,6 +8,7 @@ immediately: delivery degrades to at-least-once.
 
 Built-in types, one per framing:
 - `JSONMessage`: a base for `@dataclass` messages, one JSON object each;
+- `JSONRecord`: a JSON object of any shape, of which only the UUID is read;
 - `CSVRecord`: a row of strings whose column 0 holds the UUID;
 - `ProtoMessage`: a generated protobuf message with a UUID field.
 """
@@ -39,6 +40,7 @@ class Envelope:
     begin: int
     end: int
     message: Message
+    record: bytes = b""  # The record as framed, when the reader was asked to keep it.
 
 
 def _parse(text: str) -> UUID:
@@ -82,6 +84,33 @@ class JSONMessage:
         for name in self._field_names():
             if name in doc:
                 setattr(self, name, doc[name])
+
+
+class JSONRecord:
+    """A JSON-lines message of any shape: only its `uuid` is read from the document.
+
+    `text` is for the reader to fill with the record's text, should it want it.
+    """
+
+    __slots__ = ("text", "uuid")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.uuid = ZERO_UUID
+
+    def load_json_dict(self, doc: dict[str, Any]) -> None:
+        # A malformed UUID fails here, while decoding, where it is reported with its offset.
+        value = doc.get("uuid")
+        self.uuid = UUID(value) if isinstance(value, str) and value else ZERO_UUID
+
+    def get_uuid(self) -> UUID:
+        return self.uuid
+
+    def set_uuid(self, u: UUID) -> None:
+        self.uuid = u
+
+    def new_acknowledgement(self, journal: str) -> JSONRecord:
+        return JSONRecord()
 
 
 class CSVRecord(list[str]):

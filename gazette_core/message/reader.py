@@ -55,19 +55,27 @@ def _splitter(framing: Framing, journal: str, base: int) -> Splitter:
 
 async def read_uncommitted(
     client: JournalClient, journal: str, offset: int, new_message: NewMessage,
-    *, end: int | None = None, block: bool = True,
+    *, end: int | None = None, block: bool = True, options: pb.ReadRequest | None = None,
+    file_root: str | None = None, keep_records: bool = False,
 ) -> AsyncIterator[Envelope]:
     """Envelopes of `journal` from `offset` (-1: the write head) up to `end` if given.
 
     A blocking read without `end` never ends; a non-blocking one ends at the
     write head. A record cut short by the end of the read raises
     MessageDecodeError (appends are whole records, so it means corruption).
+    `options` gives the read's other fields (do_not_proxy, begin_mod_time,
+    min_etcd_revision), `file_root` is the RetryReader's, and with
+    `keep_records` each envelope carries its record's bytes.
     """
     spec = await journal_spec(client, journal)
     framing = journal_framing(spec)
-    request = pb.ReadRequest(journal=journal, offset=offset, block=block, end_offset=end or 0)
+    request = pb.ReadRequest()
+    if options is not None:
+        request.CopyFrom(options)
+    request.journal, request.offset, request.block = journal, offset, block
+    request.end_offset = end or 0
     splitter = _splitter(framing, journal, offset)
-    async with RetryReader(client, request) as reader:
+    async with RetryReader(client, request, file_root=file_root) as reader:
         async for chunk in reader:
             start = reader.offset - len(chunk)
             expected = splitter.position + splitter.pending
@@ -83,7 +91,8 @@ async def read_uncommitted(
                 except (ValueError, TypeError, DecodeError) as err:
                     raise MessageDecodeError(
                         f"{journal} offset {begin}: cannot decode message: {err}") from err
-                yield Envelope(journal, begin, begin + len(record), msg)
+                yield Envelope(journal, begin, begin + len(record), msg,
+                               record if keep_records else b"")
     if splitter.pending:
         raise MessageDecodeError(
             f"{journal} offset {splitter.position}: unexpected end of read inside a "

@@ -20,6 +20,8 @@ class Producer:
     duplicates); `max_clock` the largest pending clock. `begin` is the offset
     of the first pending message not yet dequeued (-1: none). `ring_start`
     and `ring_stop` index its pending messages still in the ring (-1: none).
+    `acked` says that `min_clock` was seen (or checkpointed), not guessed
+    from the producer's first message.
     """
 
     journal: str
@@ -29,6 +31,7 @@ class Producer:
     begin: int = -1
     ring_start: int = -1
     ring_stop: int = -1
+    acked: bool = False
 
     def reset(self, clock: int) -> None:
         """No span open, everything through `clock` acknowledged."""
@@ -116,6 +119,16 @@ class Dequeue:
             if owner.min_clock < clock <= self.final_clock:
                 return env, clock
         return None
+
+    def next_begin(self, after_clock: int) -> int | None:
+        """The offset of the next message to hand out after the one of `after_clock` (or
+        of `final`), if known without reading: None while a replay is under way."""
+        if self.replay is not None:
+            return None
+        for env, clock in self.ring[self._ring_at:]:
+            if after_clock < clock <= self.final_clock:
+                return env.begin
+        return self.final.begin
 
     async def _next_replayed(self, owner: Producer) -> tuple[Envelope, int] | None:
         source = self.source

@@ -74,7 +74,8 @@ class Sequencer:
             for entry in source.producers:
                 last_ack = entry.state.last_ack
                 self._producers[(journal, bytes(entry.id))] = Producer(
-                    journal, bytes(entry.id), last_ack, last_ack, entry.state.begin)
+                    journal, bytes(entry.id), last_ack, last_ack, entry.state.begin,
+                    acked=True)
 
     def queue_uncommitted(self, env: Envelope) -> QueueOutcome:
         """Take the next envelope read from its journal; say what became of it."""
@@ -125,13 +126,16 @@ class Sequencer:
 
     def _queue_ack(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
         if clock <= producer.min_clock:
-            if clock < producer.min_clock:
+            # Below a guessed min_clock (a read that began after the producer's last ACK)
+            # it is a rollback like any other.
+            if clock < producer.min_clock and producer.acked:
                 log.error("producer %s of %s acknowledged clock %d below its last ACK %d: "
                           "its upstream checkpoint went backwards; messages after it will "
                           "be processed again (at-least-once)", producer.producer.hex(),
                           env.journal, clock, producer.min_clock)
             self._discard(producer)
             producer.reset(clock)
+            producer.acked = True
             self._offsets[env.journal] = env.end
             return QueueOutcome.ACK_ROLLBACK
         if producer.begin == -1:
@@ -190,6 +194,7 @@ class Sequencer:
     def _finish(self, dequeue: Dequeue) -> None:
         if dequeue.owner is not None:
             dequeue.owner.reset(dequeue.final_clock)
+            dequeue.owner.acked = True
             self._pending.discard(dequeue.owner)
         self._offsets[dequeue.final.journal] = dequeue.final.end
         self._dequeue = None
@@ -201,6 +206,46 @@ class Sequencer:
 
     def read_through(self) -> dict[str, int]:
         return dict(self._offsets)
+
+    def resume_offset(self, journal: str, default: int, consumed: bool = False) -> int:
+        """Where a fresh Sequencer should start reading `journal` to hand out what this one
+        has not: the read-through offset, or the first message of the earliest
+        transaction still open (pending, or partly handed out) if that is earlier.
+
+        `default` is the offset this one started at (used when it has read
+        nothing of `journal`); `consumed` says whether `dequeued` counts as
+        handed out. A fresh Sequencer knows no producer: messages already
+        handed out that lie past the offset (committed while an earlier
+        transaction was open, or a duplicate within a replayed span) are
+        handed out again by it.
+        """
+        at = self._offsets.get(journal, default)
+        dequeue = self._dequeue
+        if dequeue is not None and dequeue.final.journal == journal:
+            at = self._sequence_resume(dequeue, consumed)
+        opened = self.earliest_open(journal)
+        return at if opened is None else min(at, opened)
+
+    def earliest_open(self, journal: str) -> int | None:
+        """The first message of the earliest transaction of `journal` still pending (not
+        the one being handed out), if any."""
+        owner = self._dequeue.owner if self._dequeue is not None else None
+        return min((p.begin for p in self._producers.values()
+                    if p.journal == journal and p.begin != -1 and p is not owner), default=None)
+
+    def _sequence_resume(self, dequeue: Dequeue, consumed: bool) -> int:
+        """resume_offset within the sequence being handed out."""
+        current, owner = self.dequeued, dequeue.owner
+        if current is None:  # Nothing handed out yet.
+            return owner.begin if owner is not None and owner.begin != -1 else dequeue.final.begin
+        if not consumed:
+            return current.begin
+        if current is dequeue.final:
+            return current.end
+        # Not merely past `current`: duplicates of it may follow, which a fresh reader
+        # would take for new messages.
+        following = dequeue.next_begin(dequeue.current_clock)
+        return current.end if following is None else following
 
     def checkpoint(self, horizon_s: float = 86400) -> cpb.Checkpoint:
         """Offsets and producer states (sources only; ACK intents are the caller's).

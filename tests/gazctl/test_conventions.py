@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,13 +134,28 @@ def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
                                 "nothing to apply"]
 
 
-def test_output_format_is_o_output_on_every_command_that_has_one() -> None:
+def _format_options() -> dict[str, Any]:
+    """The -o/--output option of every command whose -o is an output format."""
     with_format = {}
     for path, cmd in command_tree().items():
         for param in cmd.params:
             names = set(getattr(param, "opts", [])) | set(getattr(param, "secondary_opts", []))
-            if names & FORMAT_FLAGS and not getattr(param, "hidden", False):
+            if names & FORMAT_FLAGS and not getattr(param, "hidden", False) and path != READ:
                 with_format[path] = param
+    return with_format
+
+
+def _format_words() -> set[str]:
+    """Every output format some command's -o takes."""
+    return {str(c.value) for param in _format_options().values()
+            for c in param.type_descriptor.annotation}
+
+
+READ = "gazctl journals read"  # whose -o names a file, as in Go's gazctl
+
+
+def test_output_format_is_o_output_on_every_command_that_has_one() -> None:
+    with_format = _format_options()
     for path, param in with_format.items():
         assert param.name == "output", path
         assert set(param.opts) >= FORMAT_FLAGS, path
@@ -151,31 +167,58 @@ def test_output_format_is_o_output_on_every_command_that_has_one() -> None:
                                 "gazctl shards recover"}
 
 
-@pytest.mark.parametrize("flag", ["-o", "--output"])
-def test_read_refuses_o_which_names_a_format_elsewhere(
-        flag: str, address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_read_o_is_a_file_as_in_go() -> None:
+    (param,) = [p for p in command_tree()[READ].params if p.name == "output"]
+
+    assert (param.opts, param.default) == (["-o", "--output", "--output-file"], "-")
+
+
+@pytest.mark.parametrize("word", [*sorted(_format_words()), "JSON"])
+def test_read_refuses_a_file_named_like_an_output_format(
+        word: str, address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
 
-    code, out, err = run_main(capsys, "journals", "read", "-l", "name=conv/one", flag, "json",
+    code, out, err = run_main(capsys, "journals", "read", "-l", "name=conv/one", "-o", word,
                               "--broker.address", address)
 
     assert (code, out) == (2, "")
     assert one_error_line(err) == (
-        "error: invalid input: -o/--output: journals read has no output formats; "
-        "write its content to a file with --output-file json")
+        f"error: invalid input: -o/--output: {word!r} is an output format of other commands, "
+        "but journals read writes raw content to the file -o names; to write a file named "
+        f"{word}, pass -o ./{word}")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_read_output_file_takes_the_content(address: str, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", ["-o", "--output", "--output-file"])
+def test_read_writes_the_content_to_the_file_o_names(
+        flag: str, address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "out"
 
     code, out, err = run_main(capsys, "journals", "read", "-l", "name=conv/one",
-                              "--output-file", str(target), "--broker.address", address)
+                              flag, str(target), "--broker.address", address)
 
     assert (code, out, err) == (0, "", f"wrote 6 bytes to {target}\n")
     assert target.read_bytes() == b"hello\n"
+
+
+def test_read_writes_a_file_named_like_a_format_given_as_a_path(
+        address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    code, out, err = run_main(capsys, "journals", "read", "-l", "name=conv/one",
+                              "--output=./json", "--broker.address", address)
+
+    assert (code, out, err) == (0, "", "wrote 6 bytes to ./json\n")
+    assert (tmp_path / "json").read_bytes() == b"hello\n"
+
+
+def test_read_o_dash_is_stdout(address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(capsys, "journals", "read", "-l", "name=conv/one", "-o", "-",
+                              "--broker.address", address)
+
+    assert (code, out, err) == (0, "hello\n", "")
 
 
 @pytest.mark.parametrize("args", [

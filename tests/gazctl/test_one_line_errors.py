@@ -58,10 +58,10 @@ def test_an_output_file_in_a_missing_directory_fails_before_reading(
     target = tmp_path / "missing" / "out"
 
     code, out, err = run_main(capsys, "journals", "read", "-l", "name=errs/one",
-                              "--output-file", str(target), "--broker.address", address)
+                              "-o", str(target), "--broker.address", address)
 
     assert (code, out) == (2, "")
-    assert one_error_line(err) == (f"error: invalid input: --output-file: cannot write "
+    assert one_error_line(err) == (f"error: invalid input: -o/--output: cannot write "
                                     f"'{target}': No such file or directory")
 
 

@@ -6,7 +6,9 @@ Every response header carries the journal's current Route, so a `Router`
 remembers the latest one per journal and dispatches the next call to the
 right broker directly. It knows nothing at first and falls back to its
 default broker, and it forgets a route as soon as a call along it fails, so
-the default broker (which always knows the way) is asked again.
+the default broker (which always knows the way) is asked again. A call the
+default broker may not forward (`do_not_proxy`) it refuses with
+NOT_JOURNAL_BROKER and the current route, which the Router then remembers.
 
 Clients (`append`, `Reader`, `RetryReader`, `AppendService`) accept either a
 plain stub, which keeps every call on that broker, or a Router.
@@ -145,6 +147,10 @@ class Router:
         if status in ROUTING_FAILURES:
             if target.routed:
                 self.invalidate(target.journal)
+            elif status == pb.NOT_JOURNAL_BROKER and header is not None:
+                # The default broker refuses a call it may not proxy (do_not_proxy), naming
+                # the journal's current route: without it, calls would never reach a member.
+                self.observe(target.journal, header)
         elif header is not None:
             self.observe(target.journal, header)
 

@@ -187,6 +187,14 @@ def test_the_default_broker_disowning_the_journal_leaves_the_cache_alone() -> No
     assert (router.forgotten, router.route("a/j")) == ([], route(primary=0))
 
 
+def test_the_default_broker_refusing_an_unproxied_call_teaches_the_route() -> None:
+    """A do_not_proxy read the default broker is no member for: it names the members."""
+    router = RecordingRouter()
+    router.target("a/j", primary=False).answered(pb.NOT_JOURNAL_BROKER,
+                                                 header(route(primary=2), 20))
+    assert (router.forgotten, address(router, "a/j", primary=False)) == ([], C)
+
+
 def test_other_statuses_teach_the_route_and_failures_forget_it() -> None:
     router = RecordingRouter()
     router.target("a/j", primary=True).answered(pb.WRONG_APPEND_OFFSET, header(route(1)))
