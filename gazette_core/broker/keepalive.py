@@ -3,29 +3,33 @@
 A frozen or partitioned broker keeps its TCP connections open; without pings a
 Replicate stream from it would hold its replica's spool for ever, and a
 pipeline to it would wait out every acknowledgement timeout. So brokers (and
-consumers, towards brokers and each other) ping their peers with HTTP/2
-pings every PING_INTERVAL_MS, as servers and as clients, even on idle streams,
-and drop a connection whose ping goes unanswered for PING_TIMEOUT_MS: every
-call on it then fails UNAVAILABLE and the channel reconnects.
+consumers, towards brokers and each other) send HTTP/2 pings every
+PING_INTERVAL_MS on connections with calls open, idle streams included, as
+servers and as clients, and drop a connection whose ping goes unanswered for
+PING_TIMEOUT_MS: every call on it then fails UNAVAILABLE and the channel
+reconnects.
 
 Our servers accept such pings, from anyone and at any rate (gRPC's default
 policy would answer them with GOAWAY). A Go Gazette server does not: it runs
 grpc-go's default enforcement, which counts a "strike" for each client ping
 less than 5 minutes after the previous one, and after more than two strikes
 sends GOAWAY "too_many_pings" and closes the connection. But it forgives a
-ping that follows anything it wrote itself (headers or data), and so do gRPC's
-C-core and Java servers. So a peer channel also carries a liveness probe:
-while it is connected, a unary call to PROBE_METHOD every half ping interval,
-which no server implements. The peer answers it UNIMPLEMENTED at once (no
-handler runs, nothing is logged or counted), and the headers of that answer
-make the next ping welcome. A silent peer answers neither
-probe nor ping, and the ping's timeout drops the connection as before.
+ping that follows anything it wrote itself (headers or data), whatever its
+configuration, and so do gRPC's C-core and Java servers. So while a peer
+channel is connected it also probes the peer every half ping interval: a
+unary call to PROBE_METHOD, which no server implements. The peer answers
+UNIMPLEMENTED at once (no handler runs, nothing is logged or counted), and
+the headers of that answer make the next ping welcome. A silent peer answers
+neither probe nor ping, and the ping's timeout drops the connection as
+before. The cost is one call per half interval per connected peer channel.
 
-Why not drop the pings and have probe timeouts cancel the waiting calls? That
-would need every call site (pipelines, proxies, consumers' reads) to track
-what waits on which peer and to turn a local cancellation into the UNAVAILABLE
-that a dropped connection gives today; pings keep failure detection in the
-transport, one mechanism for every call on the connection.
+Why not drop the pings (or space them 5 minutes apart) and have a probe
+that goes unanswered cancel the calls waiting on its peer? Every call site
+(pipelines, proxies, consumers' reads and appends) would then have to tell
+which calls wait on which peer, and turn a local cancellation, which grpc.aio
+raises as CancelledError, into the UNAVAILABLE a dropped connection gives
+today. With pings, failure detection stays in the transport: one mechanism
+for every call on the connection, failing as it always has.
 """
 
 from __future__ import annotations
