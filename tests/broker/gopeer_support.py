@@ -70,7 +70,7 @@ class GoClient:
         self.process = process
 
     async def next_line(self) -> str:
-        """"message HEX" per response, then "ended CODE: DETAILS"."""
+        """Its next report: "message HEX" for a response, "ended CODE: DETAILS" at the end."""
         assert self.process.stdout is not None
         return (await self.process.stdout.readline()).decode().rstrip("\n")
 
