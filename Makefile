@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd java zstd azurite protos docs lint test demo bench clean
+.PHONY: install etcd java zstd go azurite protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) etcd java zstd azurite
+install: $(STAMP) etcd java zstd go azurite
 
 # Etcd comes from Debian's etcd-server package when it is not on the PATH.
 etcd:
@@ -38,6 +38,16 @@ zstd:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zstd >/dev/null; }
 	@zstd --version | head -1
+
+# Keepalive tests build a Go peer (tests/broker/gopeer) in GOPATH mode from Debian's
+# packaged grpc-go, with no network: golang-go and golang-google-grpc-dev when missing.
+GOGRPC := /usr/share/gocode/src/google.golang.org/grpc
+go:
+	@{ command -v go >/dev/null 2>&1 && test -d $(GOGRPC); } || { \
+	  echo "installing golang-go and golang-google-grpc-dev (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq golang-go golang-google-grpc-dev >/dev/null; }
+	@go version
 
 # Azure store tests run Azurite's blob server (npm azurite@3), installed under .cache/;
 # npm comes from Debian's npm package when it is missing.

@@ -5,8 +5,8 @@ broker signs its own requests to peers (proxied Read, ListFragments and
 Append, and replication) with the first key, scoped to the one journal
 (`name=<journal>`) and valid for an hour (broker.md 1.6). With a server
 certificate it serves TLS; peers advertising `https://` endpoints are
-dialed with the peer certificate, key and CA. Peer connections ping (see
-`keepalive`), so that a silent peer is noticed.
+dialed with the peer certificate, key and CA. Peer connections ping and
+probe (see `keepalive`), so that a silent peer is noticed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from gazette_core.broker import keepalive
-from gazette_core.broker.client.channel import ClientConfig, dial, journal_stub
+from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.server import auth
 from gazette_core.server.client_auth import bearer_metadata
 from gazette_core.server.interceptor import AuthInterceptor
@@ -49,7 +49,7 @@ class Security:
                              config.peer_ca_file)
         if peer_tls != ClientTLS():
             client_credentials(peer_tls)
-        self.peer_config = ClientConfig(tls=peer_tls, options=keepalive.peer_options())
+        self.peer_config = keepalive.peer_config(peer_tls)
 
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """Server interceptors: token verification when keys are configured, else none."""

@@ -23,12 +23,7 @@ from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.drain import drain
 from gazette_core.allocator.keys import member_key
 from gazette_core.broker import keepalive
-from gazette_core.broker.client.channel import (
-    ClientConfig,
-    dial,
-    journal_stub,
-    split_addresses,
-)
+from gazette_core.broker.client.channel import dial, journal_stub, split_addresses
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer import metrics
@@ -80,11 +75,10 @@ class ConsumerService:
         self.root = config.root
         _check_identity(self.process_id)
         self.server = ConsumerServer(self)  # bad auth keys or TLS files fail here
-        self.client_config = ClientConfig(
-            tls=ClientTLS(config.broker_cert_file, config.broker_cert_key_file,
-                          config.broker_ca_file),
-            auth=CallAuth.from_settings(config.auth_keys, config.broker_auth_token),
-            options=keepalive.peer_options())
+        self.client_config = keepalive.peer_config(
+            ClientTLS(config.broker_cert_file, config.broker_cert_key_file,
+                      config.broker_ca_file),
+            CallAuth.from_settings(config.auth_keys, config.broker_auth_token))
         # Peers (other consumers) are dialed as brokers are: same TLS files and keys.
         self.peer_config = self.client_config
         brokers = split_addresses(config.broker_address) or [config.broker_address]

@@ -1,9 +1,13 @@
-"""Keepalive pings: a replica notices a primary whose connection went silent.
+"""Keepalive: a replica notices a primary whose connection went silent; peers are probed.
 
 A process opens a Replicate stream to a broker, as a journal's primary does,
 and is then SIGSTOPped: its connection stays open but answers nothing, and
 the route does not change. Only the broker's pings can tell that the stream
 is dead and free the spool it holds.
+
+Peer channels also probe their peer while connected (what makes the pings
+welcome to Go servers, see tests/broker/test_go_peer_keepalive.py), and
+stop when the channel closes.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import sys
 from pathlib import Path
 
 import aetcd
+import grpc
 import pytest
 
 from gazette_core.broker import keepalive
+from gazette_core.broker.client.channel import close_channels, dial
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.testing.broker import broker_config, journal_spec, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
@@ -77,3 +83,34 @@ async def test_stream_from_a_silent_primary_is_dropped(
         finally:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_peer_channel_probes_while_connected_until_closed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keepalive, "PING_INTERVAL_MS", 200)
+    probed = asyncio.Event()
+    probes = 0
+
+    async def answer(request: bytes, _: object) -> bytes:
+        nonlocal probes
+        probes += 1
+        if probes == 3:
+            probed.set()
+        return b""
+
+    server = grpc.aio.server()
+    service, method = keepalive.PROBE_METHOD.strip("/").split("/")
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+        service, {method: grpc.unary_unary_rpc_method_handler(answer)})])
+    target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    try:
+        channel = dial(target, keepalive.peer_config())
+        async with asyncio.timeout(30):
+            await channel.channel_ready()  # the watch never connects; once connected, it probes
+            await probed.wait()
+        await close_channels()
+        watches = [t for t in asyncio.all_tasks() if t.get_name().endswith(f"to {target}")]
+        assert watches == []
+    finally:
+        await server.stop(None)

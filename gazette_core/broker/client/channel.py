@@ -9,7 +9,9 @@ too; the host is ignored). Channels are cached per event loop, address and
 created them and are meant to be shared by many calls.
 
 A `ClientConfig` holds the TLS files used for https endpoints, the
-authorization attached to every call and any channel arguments of its own.
+authorization attached to every call, any channel arguments of its own, and
+what watches each of its channels while it is open (a task of the channel's
+loop, ended by `close_channels`: brokers probe their peers, see `keepalive`).
 Callers pass one explicitly (brokers dialing peers do), or set the default
 for the current context with `use_client_config` (gazctl does, once per
 command), which reaches every dial made below it, including routed calls to
@@ -20,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import os
 import weakref
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import grpc
@@ -64,6 +68,9 @@ class ClientConfig:
     auth: CallAuth | None = None
     # Channel arguments overriding CHANNEL_OPTIONS (brokers' peer keepalives).
     options: tuple[tuple[str, int], ...] = ()
+    # Run beside each channel dialed within an event loop, for as long as the
+    # channel is open (brokers' liveness probes of their peers).
+    watch: Callable[[grpc.aio.Channel], Coroutine[Any, Any, None]] | None = None
 
 
 _NO_SETTINGS = ClientConfig()  # frozen, so safe to share as the default
@@ -72,6 +79,9 @@ _default_config: contextvars.ContextVar[ClientConfig] = contextvars.ContextVar(
 _ChannelKey = tuple[str, bool, ClientConfig]
 _channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_ChannelKey, grpc.aio.Channel]]
 _channels = weakref.WeakKeyDictionary()
+_watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task[None]]]
+_watches = weakref.WeakKeyDictionary()
+log = logging.getLogger(__name__)
 
 
 def use_client_config(config: ClientConfig) -> None:
@@ -143,7 +153,22 @@ def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:
     if channel is None or channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN:
         channel = _new_channel(target, secure, config)
         per_loop[key] = channel
+        if config.watch is not None:
+            _start_watch(loop, config.watch(channel), target)
     return channel
+
+
+def _start_watch(loop: asyncio.AbstractEventLoop, watch: Coroutine[Any, Any, None],
+                 target: str) -> None:
+    tasks = _watches.setdefault(loop, set())
+    task = loop.create_task(watch, name=f"watch of the channel to {target}")
+    tasks.add(task)  # the loop itself keeps only a weak reference
+
+    def finished(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("the watch of the channel to %s failed: %r", target, exc)
+    task.add_done_callback(finished)
 
 
 def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Channel:
@@ -166,6 +191,11 @@ def journal_stub(address: str | None = None, config: ClientConfig | None = None
 
 async def close_channels() -> None:
     """Close every cached channel of the running loop (e.g. before the loop ends)."""
-    per_loop = _channels.pop(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    per_loop = _channels.pop(loop, {})
     for channel in per_loop.values():
         await channel.close()
+    watches = _watches.pop(loop, set())
+    for task in watches:
+        task.cancel()
+    await asyncio.gather(*watches, return_exceptions=True)
