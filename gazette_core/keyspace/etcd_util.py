@@ -22,10 +22,12 @@ DEFAULT_ETCD_PORT = 2379
 # A call to a stopped or partitioned etcd fails after this long rather than
 # hanging its caller (an Apply, an allocator round) for ever.
 CALL_TIMEOUT_S = 10.0
-# Reconnect soon after etcd comes back: gRPC's default back-off grows to two
-# minutes, far past any lease TTL, and a lease not kept alive is lost.
+# Reconnect soon after etcd comes back (within half a second): gRPC's default
+# back-off grows to two minutes, far past any lease TTL, and a lease not kept
+# alive is lost. "grpc.min_reconnect_backoff_ms" is left alone: gRPC takes it as the time a
+# connection attempt has to finish its handshake, and an etcd (or a process)
+# short of CPU can take longer than a fraction of a second to answer one.
 CHANNEL_OPTIONS = {"grpc.initial_reconnect_backoff_ms": 100,
-                   "grpc.min_reconnect_backoff_ms": 100,
                    "grpc.max_reconnect_backoff_ms": 500}
 # Codes meaning "etcd did not answer", as opposed to a refused request.
 _TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})

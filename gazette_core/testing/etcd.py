@@ -80,6 +80,12 @@ class EtcdServer:
         """Client URL, e.g. "http://127.0.0.1:23790"."""
         return f"http://{HOST}:{self.client_port}"
 
+    @property
+    def pid(self) -> int:
+        """The etcd process's id (to freeze it with SIGSTOP, say)."""
+        assert self._proc is not None, "etcd is not running"
+        return self._proc.pid
+
     def start(self) -> EtcdServer:
         """Launch etcd and block until it answers its health check."""
         self._dir = Path(tempfile.mkdtemp(prefix="gazette-etcd-"))

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+
 import aetcd
 import pytest
 from aetcd import rpc
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.keyspace import etcd_util as eu
+from gazette_core.keyspace.keyspace import connect_loaded
+from gazette_core.testing.etcd import EtcdServer
 
 
 def test_prefix_range_end() -> None:
@@ -66,3 +72,22 @@ async def test_txn_and_get_prefix_return_headers(etcd: aetcd.Client) -> None:
     assert [(kv.key, kv.value) for kv in got.kvs] == [(b"/r/a", b"1"), (b"/r/b", b"2")]
     assert got.header.revision == resp.header.revision + 1
     assert got.header.cluster_id == resp.header.cluster_id
+
+
+async def test_an_etcd_slow_to_answer_a_new_connection_is_waited_for() -> None:
+    """A loaded etcd may take more than a moment to answer a connection's handshake (here it is
+    stopped for 1.5 s while a process connects): the connection waits for it, as the calls on it
+    do, rather than each attempt giving up after a fraction of a second."""
+    with EtcdServer() as etcd:
+        pid = etcd.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            connecting = asyncio.ensure_future(
+                connect_loaded(etcd.endpoint, "/slow", lambda kv: None, timeout=10))
+            await asyncio.sleep(1.5)
+            assert not connecting.done()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        client, keyspace = await connecting
+        await client.close()
+    assert keyspace.revision > 0

@@ -52,8 +52,9 @@ _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 # default back-off (which grows to two minutes), and each dials on its own: by
 # default channels of a process share connections, so a new channel would
 # inherit the back-off of another's failed attempts to reach a dead broker.
+# (Not "grpc.min_reconnect_backoff_ms": gRPC takes it as the time a connection
+# attempt has to finish its handshake, which a loaded machine can exceed.)
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
-                   ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 500),
                    ("grpc.use_local_subchannel_pool", 1)]
 
