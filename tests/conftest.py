@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import aetcd
@@ -39,3 +41,52 @@ async def etcd(etcd_server: EtcdServer) -> AsyncIterator[aetcd.Client]:
             except rpc.AioRpcError:
                 pass  # Expired between listing and revoking.
         await client.close()
+
+
+# How long before a test's timeout its asyncio tasks are written out.
+_DUMP_LEAD_S = 5.0
+
+
+@pytest_asyncio.fixture(loop_scope="session", autouse=True)
+async def _tasks_shown_before_a_timeout(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """A test about to time out writes every task of the loop, with what it awaits, to
+    stderr: pytest-timeout shows only threads, and an asyncio test that waits for ever
+    shows its loop idle in select()."""
+    marker = request.node.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker and marker.args else float(
+        request.config.getini("timeout") or 0)
+    if timeout <= _DUMP_LEAD_S:
+        yield
+        return
+    handle = asyncio.get_running_loop().call_later(timeout - _DUMP_LEAD_S, _show_tasks,
+                                                   request.node.nodeid)
+    try:
+        yield
+    finally:
+        handle.cancel()
+
+
+def _show_tasks(test: str) -> None:
+    print(f"\n+++ asyncio tasks of {test}, {_DUMP_LEAD_S:g}s before its timeout +++",
+          file=sys.stderr)
+    for task in asyncio.all_tasks():
+        print(f"--- {task.get_name()}", file=sys.stderr)
+        for line in _awaiting(task.get_coro()):
+            print(f"    {line}", file=sys.stderr)
+
+
+def _awaiting(awaitable: object) -> list[str]:
+    """Where a coroutine stands, down the chain of what each frame awaits."""
+    lines = []
+    for _ in range(40):
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "ag_frame", None) \
+            or getattr(awaitable, "gi_frame", None)
+        if frame is None:
+            lines.append(repr(awaitable)[:300])
+            break
+        lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "ag_await", None) \
+            or getattr(awaitable, "gi_yieldfrom", None)
+        if awaitable is None:
+            break
+    return lines
