@@ -34,11 +34,22 @@ def copy_outcome(source: asyncio.Future[T], target: asyncio.Future[T]) -> None:
         target.set_result(source.result())
 
 
-async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
+async def cancel_and_wait(task: asyncio.Future[Any] | None) -> None:
     """Cancel `task` (if any) and wait until it has finished unwinding."""
     if task is None:
         return
     task.cancel()
+    await wait_unwound(task)
+
+
+async def wait_unwound(task: asyncio.Future[Any]) -> None:
+    """Wait until `task` has finished; its being cancelled is no error.
+
+    Only `task`'s cancellation is absorbed. When the caller itself is
+    cancelled meanwhile, that cancellation goes on up: catching it too would
+    let a component that is being stopped carry on, and whoever stops it
+    wait for ever.
+    """
     try:
         await task
     except asyncio.CancelledError:

@@ -32,6 +32,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.message.committed import read_committed
 from gazette_core.message.mapping import Partitions, modulo_mapping
 from gazette_core.message.publisher import Publisher
+from gazette_core.tasks import cancel_and_wait
 
 
 @dataclass
@@ -70,11 +71,7 @@ async def run(client: JournalClient, opts: Options) -> dict[str, int]:
         if not reading.done():
             await asyncio.sleep(opts.settle)
     finally:
-        reading.cancel()
-        try:
-            await reading
-        except asyncio.CancelledError:
-            pass
+        await cancel_and_wait(reading)
     return tally.summary()
 
 

@@ -26,6 +26,7 @@ from gazette_core.consumer.recoverylog.author import new_author
 from gazette_core.consumer.recoverylog.player import Player, Resolved
 from gazette_core.consumer.recoverylog.recorder import Recorder
 from gazette_core.errors import GazetteError
+from gazette_core.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     import aetcd
@@ -118,8 +119,7 @@ class Playback:
     async def cancel(self) -> None:
         """Abandon playback (its directory is removed)."""
         if self._task is not None and not self._task.done():
-            self._task.cancel()
             try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+                await cancel_and_wait(self._task)
+            except Exception:
+                pass  # abandoned: why it failed no longer matters

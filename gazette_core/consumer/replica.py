@@ -37,6 +37,7 @@ from gazette_core.consumer.recovery import (
 from gazette_core.consumer.shard import Shard, ShardStoppedError
 from gazette_core.consumer.transaction import TxnLoop
 from gazette_core.consumer.txn_hints import HintsTimer
+from gazette_core.tasks import cancel_and_wait, wait_unwound
 
 if TYPE_CHECKING:
     import aetcd
@@ -128,19 +129,14 @@ class ShardReplica:
         elif self._task is not None:
             self._task.cancel()
         if self._task is not None:
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass  # The replica's own task, cancelled above.
+            await wait_unwound(self._task)
         await self._release()
         self._ended.set()  # Also when never started.
 
     async def abort(self) -> None:
         """Stop as a killed process would: no commit, no hand-off; local files removed."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
         await self._release()
 
     async def wait_ready(self) -> None:

@@ -213,12 +213,8 @@ class TxnLoop:
                     w.cancel()
         if getter.done():
             return getter.result()
-        getter.cancel()
-        try:
-            await getter
-        except asyncio.CancelledError:
-            return None
-        return getter.result()  # It completed as it was being cancelled.
+        await cancel_and_wait(getter)
+        return None if getter.cancelled() else getter.result()  # done as it was cancelled
 
     async def _queue(self, txn: _Txn, item: Any) -> None:
         if isinstance(item, BaseException):

@@ -13,7 +13,6 @@ into (journal, framing):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from gazette_core.broker.protocol.selector_ext import format_selector
 from gazette_core.errors import GazetteError
 from gazette_core.message.framing import Framing, journal_framing
 from gazette_core.message.interfaces import Message
+from gazette_core.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
@@ -85,9 +85,7 @@ class Partitions:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def __aenter__(self) -> Partitions:

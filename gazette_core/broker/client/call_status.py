@@ -32,7 +32,9 @@ class StatusKeeper:
         self._details = ""
         self._trailing: tuple[tuple[str, str | bytes], ...] = ()
         self._ended = asyncio.Event()
-        call.add_done_callback(self._stored)
+        watch = getattr(call, "add_done_callback", None)
+        if watch is not None:  # a caller's wrapper of the call may not offer it
+            watch(self._stored)
 
     def _stored(self, call: Any) -> None:
         if self._ended.is_set():

@@ -9,7 +9,6 @@ are simply retried with back-off. `stop()` drains everything queued.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.broker.stores.registry import get_store
+from gazette_core.tasks import wait_unwound
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +83,7 @@ class Persister:
         for worker in self._workers:
             worker.cancel()
         for worker in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            await wait_unwound(worker)
         self._workers = []
         return left
 

@@ -222,6 +222,9 @@ class _GatedCall:
     def cancel(self) -> bool:
         return bool(self._call.cancel())
 
+    def add_done_callback(self, callback: Any) -> None:
+        self._call.add_done_callback(callback)
+
     def __await__(self) -> Any:
         return self._result().__await__()
 

@@ -258,3 +258,31 @@ async def test_a_source_that_cannot_be_read_fails_the_shard(rig: Rig) -> None:
     replica = await rig.replica(host, spec, "a", 0)
     status = await host.wait_status(replica.assignment.key, cpb.ReplicaStatus.FAILED)
     assert "runtime/no-such-source" in status.errors[0]
+
+
+async def test_a_primary_aborted_as_it_gives_up_waiting_for_a_message_ends(rig: Rig) -> None:
+    """The loop cancels its wait for the next message when a timer fires; a cancel of the
+    whole loop (an abort, a dying process) that lands while that wait unwinds must end the
+    loop, not be taken for the wait's own end (the loop would wait for messages for ever)."""
+    replica, _ = await primary(rig, Counter(), min_s=0.2)
+    assert replica.loop is not None
+    queue = replica.loop.channel.queue
+    take = queue.get
+    unwinding, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_to_unwind() -> Any:
+        try:
+            return await take()
+        except asyncio.CancelledError:
+            unwinding.set()
+            await release.wait()
+            raise
+
+    queue.get = slow_to_unwind  # type: ignore[method-assign]
+    await rig.producer.committed(1)  # opens a transaction held open for min_s
+    await eventually(unwinding.is_set, what="the timer to cancel the wait for a message")
+    aborting = asyncio.ensure_future(replica.abort())
+    await asyncio.sleep(0)  # the abort's cancel reaches the loop while its wait unwinds
+    release.set()
+    async with asyncio.timeout(10):
+        await aborting
