@@ -27,7 +27,6 @@ from gazette_core.broker.client.channel import (
     ClientConfig,
     dial,
     journal_stub,
-    split_addresses,
 )
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -87,8 +86,9 @@ class ConsumerService:
             options=keepalive.peer_options())
         # Peers (other consumers) are dialed as brokers are: same TLS files and keys.
         self.peer_config = self.client_config
-        brokers = split_addresses(config.broker_address) or [config.broker_address]
-        self.journals = Router(brokers[0], zone=config.zone, connect=self._broker_stub)
+        # All listed brokers: the Router's default calls go to a live one (failover.py).
+        self.journals = Router(config.broker_address, zone=config.zone,
+                               connect=self._broker_stub)
         self.etcd: aetcd.Client
         self.keyspace: KeySpace
         self.resolver: ShardResolver

@@ -157,6 +157,12 @@ def stop_stack(directory: Path) -> None:
     assert not survivors, f"processes outlived `down`: {[p.name for p in survivors]}"
 
 
+def kill(process: local_stack.Process) -> None:
+    """SIGKILL one process of a local stack and return once it is gone."""
+    os.kill(process.pid, signal.SIGKILL)
+    _wait_dead([process.pid], {process.pid: process.marker})
+
+
 def _wait_dead(pids: list[int], markers: dict[int, str], limit: float = 10) -> None:
     deadline = time.monotonic() + limit
     while any(processes.alive(pid, markers[pid]) for pid in pids):
