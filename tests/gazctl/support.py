@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -76,6 +77,13 @@ def isolated_env(state_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "BROKER_ADDRESS"}
     env["XDG_STATE_HOME"] = str(state_home)
     return env
+
+
+def exported(env_output: str) -> dict[str, str]:
+    """The variables of `export NAME=value` lines, as a shell's eval would set them."""
+    pairs = (shlex.split(line.removeprefix("export "))[0].split("=", 1)
+             for line in env_output.splitlines())
+    return dict(pairs)
 
 
 def gazctl(*args: str, env: dict[str, str], input: bytes | None = None,

@@ -4,7 +4,6 @@ environment lists every broker of the stack and gazctl dials a live one."""
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import pytest
 
 from gazette_core.local import processes
 from gazette_core.local.stack import Stack
-from tests.gazctl.support import gazctl, isolated_env, stop_stack
+from tests.gazctl.support import exported, gazctl, isolated_env, stop_stack
 
 SPECS = b"""\
 name: failover/
@@ -37,13 +36,6 @@ def _ok(*args: str, env: dict[str, str], input: bytes | None = None) -> str:
     return proc.stdout.decode()
 
 
-def _exported(env_output: str) -> dict[str, str]:
-    """The variables of `export NAME=value` lines, as a shell's eval would set them."""
-    pairs = (shlex.split(line.removeprefix("export "))[0].split("=", 1)
-             for line in env_output.splitlines())
-    return dict(pairs)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterator[Stack]:
     directory = tmp_path_factory.mktemp("failover")
@@ -60,13 +52,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterato
 def test_env_exports_every_broker(stack: Stack, state_home: Path) -> None:
     out = _ok("local", "env", "--dir", str(stack.directory), env=isolated_env(state_home))
 
-    assert _exported(out)["BROKER_ADDRESS"] == ",".join(b.endpoint for b in stack.brokers)
+    assert exported(out)["BROKER_ADDRESS"] == ",".join(b.endpoint for b in stack.brokers)
 
 
 def test_commands_still_work_after_broker_1_is_killed(stack: Stack, state_home: Path) -> None:
-    exported = _exported(_ok("local", "env", "--dir", str(stack.directory),
-                             env=isolated_env(state_home)))
-    env = {**isolated_env(state_home), **exported}
+    env = {**isolated_env(state_home), **exported(
+        _ok("local", "env", "--dir", str(stack.directory), env=isolated_env(state_home)))}
     _ok("journals", "apply", env=env, input=SPECS % b"before")
     first = stack.brokers[0]
     os.kill(first.pid, signal.SIGKILL)
