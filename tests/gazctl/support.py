@@ -79,6 +79,14 @@ def isolated_env(state_home: Path) -> dict[str, str]:
     return env
 
 
+def journal_set(prefix: str, *children: str, replication: int = 1) -> bytes:
+    """Journal YAML creating `prefix` + each of `children` in file:// stores."""
+    entries = "".join(f"  - name: {prefix}{child}\n    revision: 0\n" for child in children)
+    return (f"name: {prefix}\nreplication: {replication}\nfragment:\n  length: 1048576\n"
+            f"  compression_codec: NONE\n  stores:\n    - file:///\n"
+            f"  refresh_interval: 1s\nchildren:\n{entries}").encode()
+
+
 def exported(env_output: str) -> dict[str, str]:
     """The variables of `export NAME=value` lines, as a shell's eval would set them."""
     pairs = (shlex.split(line.removeprefix("export "))[0].split("=", 1)

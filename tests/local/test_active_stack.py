@@ -14,21 +14,7 @@ from pathlib import Path
 import pytest
 
 from gazette_core.local.stack import Stack
-from tests.gazctl.support import gazctl, isolated_env, kill, stop_stack
-
-SPECS = b"""\
-name: %s/
-replication: 1
-fragment:
-  length: 1048576
-  compression_codec: NONE
-  stores:
-    - file:///
-  refresh_interval: 1s
-children:
-  - name: %s/only
-    revision: 0
-"""
+from tests.gazctl.support import gazctl, isolated_env, journal_set, kill, stop_stack
 
 
 def _ok(*args: str, env: dict[str, str], input: bytes | None = None) -> str:
@@ -52,7 +38,7 @@ def default_stack(state_home: Path, env: dict[str, str]) -> Iterator[Path]:
     directory = state_home / "gazette" / "local"
     try:
         _ok("local", "up", env=env)
-        _ok("journals", "apply", env=env, input=SPECS % (b"default", b"default"))
+        _ok("journals", "apply", env=env, input=journal_set("default/", "only"))
         yield directory
     finally:
         stop_stack(directory)
@@ -61,7 +47,7 @@ def default_stack(state_home: Path, env: dict[str, str]) -> Iterator[Path]:
 def _other_stack(directory: Path, env: dict[str, str]) -> Stack:
     """A second stack, started after the default one, holding `other/only`."""
     _ok("local", "up", "--dir", str(directory), env=env)
-    _ok("journals", "apply", env=env, input=SPECS % (b"other", b"other"))
+    _ok("journals", "apply", env=env, input=journal_set("other/", "only"))
     # It is the active stack now: commands without an address go to it.
     assert _names(_ok("journals", "list", env=env)) == ["other/only"]
     stack = Stack.load(directory)
