@@ -42,7 +42,6 @@ from gazette_core.broker.client.rpc_errors import TRANSIENT
 # How long picking an endpoint may wait on connections that neither succeed nor fail.
 PICK_LIMIT_S = 10.0
 R = TypeVar("R")
-Open = Callable[[grpc.aio.Channel], Any]  # a channel -> that channel's multi-callable
 
 
 class FailoverChannel(grpc.aio.Channel):
