@@ -13,10 +13,10 @@ FALLBACK_CONSUMER = "http://localhost:9000"
 
 
 def default_broker() -> str:
-    """The first of $BROKER_ADDRESS (`gazctl local env` lists every broker), else the
-    active local stack's first live broker."""
+    """$BROKER_ADDRESS (`gazctl local env` lists every broker, and the client library
+    uses a live one), else the active local stack's first live broker."""
     listed = split_addresses(os.environ.get("BROKER_ADDRESS", ""))
-    return listed[0] if listed else (local_stack.active_broker_address() or FALLBACK_BROKER)
+    return ",".join(listed) or local_stack.active_broker_address() or FALLBACK_BROKER
 
 
 def default_consumer() -> str:

@@ -1,8 +1,10 @@
 """Where gazctl finds its broker and how it runs one command's RPCs.
 
 The broker address comes from, in order: `--broker.address`, `$BROKER_ADDRESS`,
-gazctl.ini (see `gazctl.ini`), the stack started by `gazctl local up`, then
-http://localhost:8080.
+gazctl.ini (see `gazctl.ini`), the active local stack (the most recently
+started one that runs, else the default one if it runs; see
+`gazette_core.local.stack`), then http://localhost:8080, which failing says
+that no stack runs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 DEFAULT_ADDRESS = "http://localhost:8080"
+# When no address is set anywhere and no local stack runs, gazctl tries Go's default.
+NO_STACK_HINT = ("no address is set and no local stack is running: start one with "
+                 "`gazctl local up`, or set --broker.address")
 T = TypeVar("T")
 
 BrokerAddress = typer.Option(
@@ -76,9 +81,13 @@ def broker_address(flag: str | None) -> str:
 
 def broker_addresses(flag: str | None) -> list[str]:
     """Every endpoint of the broker address, in order (see `gazctl.endpoints`)."""
-    text = resolve_address(flag)[0]
+    return endpoints_of("--broker.address", resolve_address(flag)[0])
+
+
+def endpoints_of(option: str, text: str) -> list[str]:
+    """The endpoints of an address `option` gave, which must list one at least."""
     if not (targets := split_addresses(text)):
-        raise UsageError("--broker.address", f"expected an endpoint URL, got {text!r}")
+        raise UsageError(option, f"expected an endpoint URL, got {text!r}")
     return targets
 
 
@@ -107,7 +116,8 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
     waits for ever). Of several addresses the first live one is used
     (`gazctl.endpoints`). Once connected, `body` takes as long as its work does.
     """
-    targets = broker_addresses(address)
+    text, source = resolve_address(address)
+    targets = endpoints_of("--broker.address", text)
     limit = connect_timeout(timeout)
     config = client_config()  # TLS files and authorization (gazctl.connection)
 
@@ -117,14 +127,14 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
             try:
                 target = await pick_live(targets, limit)
             except TimeoutError:
-                raise _unreachable(", ".join(targets), f"no connection within {limit:g}s"
-                                   ) from None
+                raise _unreachable(", ".join(targets), f"no connection within {limit:g}s",
+                                   source) from None
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:
                 if await connects(target, limit):
                     raise  # the broker's own answer, e.g. that it cannot reach Etcd
-                raise _unreachable(target, str(exc)) from None
+                raise _unreachable(target, str(exc), source) from None
             except RPCError as exc:
                 if exc.code == "UNAUTHENTICATED":
                     exc.hint = UNAUTHENTICATED_HINT
@@ -140,9 +150,11 @@ def connect_timeout(text: str) -> float:
     return parse_duration(text, "--timeout", positive=True)
 
 
-def _unreachable(target: str, reason: str) -> UnavailableError:
+def _unreachable(target: str, reason: str, source: str) -> UnavailableError:
     err = UnavailableError(f"cannot reach broker at {target}: {reason}")
     err.hint = "start one with `gazctl local up`, set --broker.address, or raise --timeout"
+    if source == "default":
+        err.hint = NO_STACK_HINT
     if target.startswith("https://"):  # a refused handshake looks like an unreachable broker
         err.hint = ("check --broker.trusted-ca-file, --broker.cert-file and "
                     "--broker.cert-key-file, set --broker.address, or raise --timeout")

@@ -2,8 +2,8 @@
 
 The consumer address comes from, in order: `--consumer.address`,
 `$CONSUMER_ADDRESS`, gazctl.ini (`[shards.Consumer] Address`), the first live
-consumer of the stack started by `gazctl local up --consumers N`, then
-http://localhost:8080 (Go's default). Like the broker address it may list
+consumer of the active local stack (as for brokers, see `gazctl.config`),
+then http://localhost:8080 (Go's default). Like the broker address it may list
 several endpoints, the first live one being used. Commands that also need
 brokers (`list --lag`, `apply` and `edit` check the journals shards name)
 take `--broker.address` too and get a Journal stub beside the Shard stub.
@@ -17,16 +17,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from gazctl.config import DEFAULT_ADDRESS, broker_addresses, connect_timeout
+from gazctl.config import (
+    DEFAULT_ADDRESS,
+    NO_STACK_HINT,
+    connect_timeout,
+    endpoints_of,
+    resolve_address,
+)
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
 from gazctl.interrupts import run as run_interruptible
-from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import (
     close_channels,
     journal_stub,
-    split_addresses,
     use_client_config,
 )
 from gazette_core.consumer.client import shard_stub
@@ -37,6 +41,10 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 T = TypeVar("T")
+
+# When no consumer address is set anywhere and no local stack runs consumers.
+NO_CONSUMERS_HINT = ("no address is set and no local stack runs consumers: start them with "
+                     "`gazctl local up --consumers 1 --app MOD:ATTR`, or set --consumer.address")
 
 ConsumerAddress = typer.Option(
     None, "--consumer.address", envvar="CONSUMER_ADDRESS", show_envvar=True,
@@ -77,14 +85,6 @@ def resolve_consumer_address(flag: str | None) -> tuple[str, str]:
     return DEFAULT_ADDRESS, "default"
 
 
-def consumer_addresses(flag: str | None) -> list[str]:
-    """Every endpoint of the consumer address, in order."""
-    text = resolve_consumer_address(flag)[0]
-    if not (targets := split_addresses(text)):
-        raise UsageError("--consumer.address", f"expected an endpoint URL, got {text!r}")
-    return targets
-
-
 def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
                timeout: str = "10s", *, broker: str | None = None,
                with_broker: bool = False) -> T:
@@ -93,24 +93,27 @@ def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
     Each side must accept a connection within `timeout`; an unreachable one
     is a clear error naming it, as in `gazctl.config.run`.
     """
-    consumers = consumer_addresses(consumer)
-    brokers = broker_addresses(broker) if with_broker else []
+    text, source = resolve_consumer_address(consumer)
+    consumers = endpoints_of("--consumer.address", text)
+    broker_text, broker_source = resolve_address(broker) if with_broker else ("", "")
+    brokers = endpoints_of("--broker.address", broker_text) if with_broker else []
     limit = connect_timeout(timeout)
     shard_config, broker_config = client_config("consumer"), client_config("broker")
 
     async def main() -> T:
         use_client_config(broker_config)  # brokers' routed calls included
         try:
-            target = await _live("consumer", consumers, limit)
+            target = await _live("consumer", consumers, limit, source)
             clients = Clients(shard_stub(target, shard_config))
             if with_broker:
-                clients.journals = journal_stub(await _live("broker", brokers, limit))
+                clients.journals = journal_stub(await _live("broker", brokers, limit,
+                                                            broker_source))
             try:
                 return await body(clients)
             except UnavailableError as exc:
                 if await connects(target, limit):
                     raise
-                raise _unreachable("consumer", target, str(exc)) from None
+                raise _unreachable("consumer", target, str(exc), source) from None
             except RPCError as exc:
                 if exc.code == "UNAUTHENTICATED":
                     exc.hint = UNAUTHENTICATED_HINT.replace("broker", "consumer").replace(
@@ -122,17 +125,19 @@ def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
     return run_interruptible(main())
 
 
-async def _live(role: str, targets: list[str], limit: float) -> str:
+async def _live(role: str, targets: list[str], limit: float, source: str = "") -> str:
     try:
         return await pick_live(targets, limit)
     except TimeoutError:
-        raise _unreachable(role, ", ".join(targets), f"no connection within {limit:g}s"
-                           ) from None
+        raise _unreachable(role, ", ".join(targets), f"no connection within {limit:g}s",
+                           source) from None
 
 
-def _unreachable(role: str, target: str, reason: str) -> UnavailableError:
+def _unreachable(role: str, target: str, reason: str, source: str = "") -> UnavailableError:
     err = UnavailableError(f"cannot reach {role} at {target}: {reason}")
     start = ("`gazctl local up --consumers 1 --app MOD:ATTR`" if role == "consumer"
              else "`gazctl local up`")
     err.hint = f"start one with {start}, set --{role}.address, or raise --timeout"
+    if source == "default":
+        err.hint = NO_STACK_HINT if role == "broker" else NO_CONSUMERS_HINT
     return err

@@ -66,14 +66,15 @@ def up(directory: str | None = Dir,
 def env(directory: str | None = Dir) -> None:
     """Print `export` lines pointing gazctl and clients at the stack.
 
-    BROKER_ADDRESS lists every broker; gazctl dials the first live one.
+    BROKER_ADDRESS lists every broker and CONSUMER_ADDRESS every consumer; gazctl
+    and the client library dial the first live one.
     """
     stack = _load(directory)
-    # Every broker: gazctl dials the first live one, so killing one leaves the rest usable.
+    # Every process: a live one is dialed, so killing one leaves the rest usable.
     stdout.out(f"export BROKER_ADDRESS={','.join(b.endpoint for b in stack.brokers)}")
     stdout.out(f"export ETCD_ADDRESS={stack.etcd.endpoint}")
     if stack.consumers:
-        stdout.out(f"export CONSUMER_ADDRESS={stack.consumers[0].endpoint}")
+        stdout.out(f"export CONSUMER_ADDRESS={','.join(c.endpoint for c in stack.consumers)}")
     # The brokers' --broker.file-root, for commands that reach file:// stores themselves.
     stdout.out(f"export BROKER_FILE_ROOT={shlex.quote(str(stack.directory / 'fragments'))}")
     if stack.auth_keys:

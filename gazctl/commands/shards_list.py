@@ -3,8 +3,12 @@
 A shard's status is the worst of its replicas' (IDLE < BACKFILL < STANDBY <
 PRIMARY < FAILED; IDLE without replicas). `--lag` asks the shard's primary
 how far it has read each source (Stat) and the brokers for each source's
-write head; the difference is what the shard has yet to read. With --watch
-the listing is repeated whenever it changes, until interrupted.
+write head; the difference is what the shard has yet to read
+(`gazette_core.consumer.lag`). A shard whose primary cannot be asked (a
+fail-over) is listed with its lag marked `<unreachable>` or `<no primary>`,
+each unreachable consumer gets one warning line, and only a listing with no
+lag measured at all fails. With --watch the listing is repeated whenever it
+changes, until interrupted.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import asyncio
 import contextlib
 import enum
 import sys
+from collections import Counter
 from dataclasses import dataclass
 
 import typer
@@ -22,16 +27,16 @@ from rich.live import Live
 from gazctl.commands.selection import NoMatchError, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
-from gazctl.render import json_line, message_dict, stdout, table, table_of
-from gazette_core.broker.client.journals import fetch_write_head
+from gazctl.render import json_line, message_dict, stderr, stdout, table, table_of
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import values_of
-from gazette_core.consumer.client import list_shards, stat_shard
+from gazette_core.consumer.client import list_shards
+from gazette_core.consumer.lag import Lags, measure
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.shardspace import dump_set, hoist
+from gazette_core.errors import UnavailableError
 
 WATCH_INTERVAL_S = 1.0  # the Shard API has no watch: --watch lists again this often
-Lags = dict[str, dict[str, int]]  # shard id -> source journal -> bytes behind its head
 
 
 class Format(enum.StrEnum):
@@ -75,7 +80,10 @@ def list_shards_cmd(
 ) -> None:
     """List shards with their statuses and routes. JSON output is one shard per line.
 
-    Exits 3 when the selector matches no shard (--watch waits for some instead).
+    With --lag, a shard whose primary cannot be asked shows its lag as
+    <unreachable> or <no primary> (null in JSON), with a warning per unreachable
+    consumer; exits 1 only when no shard's lag could be measured. Exits 3 when the
+    selector matches no shard (--watch waits for some instead).
     """
     sel = selector_of(selector)
     options = Options(output, primary, replicas, rf, lag, label_columns)
@@ -87,34 +95,27 @@ def list_shards_cmd(
                             broker=broker, with_broker=lag)
     if not resp.shards:
         raise NoMatchError.of(selector, "shards")
+    _warn(lags)
     _print(resp, lags, options)
+    if lag and not lags.known:
+        whys = Counter(lags.unknown.values())
+        raise UnavailableError("no shard's lag could be measured (" + ", ".join(
+            f"{why}: {count}" for why, count in sorted(whys.items())) + ")")
 
 
 async def _listing(clients: Clients, sel: pb.LabelSelector, lag: bool
                    ) -> tuple[cpb.ListResponse, Lags]:
     resp = await list_shards(clients.shards, sel)
-    return resp, (await lags_of(clients, resp) if lag else {})
+    return resp, (await measure(clients.shards, clients.brokers(), resp) if lag else Lags())
 
 
-async def lags_of(clients: Clients, resp: cpb.ListResponse) -> Lags:
-    """Each shard's bytes behind each source's write head, a shard at a time.
-
-    A shard without a ready primary cannot be Stat'ed, which fails the listing.
-    """
-    heads: dict[str, int] = {}
-    lags: Lags = {}
-    for shard in resp.shards:
-        stat = await stat_shard(clients.shards, shard.spec.id)
-        # A source the shard has read nothing of yet is missing from Stat: it is
-        # behind by all of its content past min_offset.
-        offsets = {s.journal: s.min_offset for s in shard.spec.sources}
-        offsets.update(stat.read_through)
-        lags[shard.spec.id] = {}
-        for journal, offset in sorted(offsets.items()):
-            if journal not in heads:
-                heads[journal] = await fetch_write_head(clients.brokers(), journal)
-            lags[shard.spec.id][journal] = max(heads[journal] - offset, 0)
-    return lags
+def _warn(lags: Lags) -> None:
+    """One line per consumer whose shards' lag is unknown because it could not be reached."""
+    for down in lags.unreachable:
+        who = f"consumer {down.consumer} at {down.endpoint}" if down.consumer else "the primary"
+        stderr.print(f"warning: cannot reach {who}, primary of {', '.join(down.shards)}: "
+                     f"lag shown as <unreachable> ({down.reason})", highlight=False,
+                     markup=False)
 
 
 async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> None:
@@ -128,6 +129,7 @@ async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> N
             seen = (_without_header(resp), lags)
             if seen != last:
                 last = seen
+                _warn(lags)
                 if live is not None:
                     live.update(table_of(*_table(resp, lags, options)), refresh=True)
                 elif resp.shards:
@@ -148,13 +150,18 @@ def _without_header(resp: cpb.ListResponse) -> bytes:
 
 def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
     if options.output is Format.yaml:
-        listed = [(s.spec, s.mod_revision) for s in resp.shards]
-        stdout.out(dump_set(hoist(listed)), end="")
+        shard_set = hoist([(s.spec, s.mod_revision) for s in resp.shards])
+        if options.lag:  # in each shard's comment, which `apply` ignores
+            for entry in shard_set.shards:
+                entry.comment = f"lag: {_lag_cell(entry.spec.id, lags)}"
+        stdout.out(dump_set(shard_set), end="")
     elif options.output is Format.json:
         for s in resp.shards:
             doc = message_dict(s)
             if options.lag:  # bytes behind each source's write head, as in the table
-                doc["lag"] = lags.get(s.spec.id, {})
+                doc["lag"] = lags.known.get(s.spec.id)
+                if s.spec.id in lags.unknown:
+                    doc["lag_unknown"] = lags.unknown[s.spec.id]
             json_line(doc)
     elif options.output is Format.proto:
         stdout.out(text_format.MessageToString(resp), end="")
@@ -179,8 +186,9 @@ def _table(resp: cpb.ListResponse, lags: Lags, options: Options
             *(["Lag"] if options.lag else [])]
     rows = [_row(s, lags, options) for s in resp.shards]
     if options.lag:
-        total = sum(sum(by_source.values()) for by_source in lags.values())
-        rows.append(["total", "", *[""] * (len(cols) - 3), str(total)])
+        # Unknown lags are at least 0, so with some the total is a lower bound.
+        total = (">=" if lags.unknown else "") + str(lags.total())
+        rows.append(["total", "", *[""] * (len(cols) - 3), total])
     return cols, rows
 
 
@@ -202,6 +210,12 @@ def _row(shard: cpb.ListResponse.Shard, lags: Lags, options: Options) -> list[st
     for name in options.label_columns:
         row.append(",".join(values_of(shard.spec.labels, name)) or "<none>")
     if options.lag:
-        row.append(", ".join(f"{j}:{n}" for j, n in lags.get(shard.spec.id, {}).items())
-                   or "<none>")
+        row.append(_lag_cell(shard.spec.id, lags))
     return row
+
+
+def _lag_cell(shard: str, lags: Lags) -> str:
+    """`journal:bytes, ...`, `<none>` without sources, `<unreachable>` or `<no primary>`."""
+    if shard in lags.unknown:
+        return f"<{lags.unknown[shard]}>"
+    return ", ".join(f"{j}:{n}" for j, n in lags.known.get(shard, {}).items()) or "<none>"

@@ -23,7 +23,7 @@ from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.drain import drain
 from gazette_core.allocator.keys import member_key
 from gazette_core.broker import keepalive
-from gazette_core.broker.client.channel import dial, journal_stub, split_addresses
+from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer import metrics
@@ -81,8 +81,9 @@ class ConsumerService:
             CallAuth.from_settings(config.auth_keys, config.broker_auth_token))
         # Peers (other consumers) are dialed as brokers are: same TLS files and keys.
         self.peer_config = self.client_config
-        brokers = split_addresses(config.broker_address) or [config.broker_address]
-        self.journals = Router(brokers[0], zone=config.zone, connect=self._broker_stub)
+        # All listed brokers: the Router's default calls go to a live one (failover.py).
+        self.journals = Router(config.broker_address, zone=config.zone,
+                               connect=self._broker_stub)
         self.etcd: aetcd.Client
         self.keyspace: KeySpace
         self.resolver: ShardResolver

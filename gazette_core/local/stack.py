@@ -4,10 +4,12 @@ State lives in `DIR/stack.json` (pids, ports, ids), logs in `DIR/logs/`, etcd
 data in `DIR/etcd/` and fragments in `DIR/fragments/` (the root of `file://`
 stores). With `s3`, a moto S3 emulator runs beside them (see local/s3.py).
 Ports and broker ids are chosen once, so a restarted process keeps its
-identity and data. The most recently started stack is recorded in
-`~/.local/state/gazette/active-stack`, which lets later gazctl commands find
-a broker without flags. Consumer processes are planned and started by
-local/consumers.py's rules.
+identity and data. Started stacks are recorded in
+`~/.local/state/gazette/active-stack`, most recently started first, and
+`down` strikes a stack off. The active stack, where gazctl commands without
+an address go, is the first recorded one that runs (a broker is alive), else
+the default stack if it runs: a stopped stack is never where commands go.
+Consumer processes are planned and started by local/consumers.py's rules.
 """
 
 from __future__ import annotations
@@ -314,30 +316,66 @@ def down(directory: Path, timeout: float = 30.0) -> list[tuple[str, bool]]:
     if stack.s3 is not None:
         results.append(("s3", processes.stop(stack.s3.pid, stack.s3.marker, timeout)))
     results.append(("etcd", processes.stop(stack.etcd.pid, stack.etcd.marker, timeout)))
+    _forget(directory)
     return results
 
 
-def _set_active(directory: Path) -> None:
+ACTIVE_FILE = "active-stack"
+
+
+def _recorded() -> list[Path]:
+    """The stack directories `up` recorded, most recently started first."""
+    try:
+        text = (POINTER / ACTIVE_FILE).read_text()
+    except OSError:
+        return []
+    return [Path(line) for line in text.splitlines() if line.strip()]
+
+
+def _record(directories: list[Path]) -> None:
     POINTER.mkdir(parents=True, exist_ok=True)
-    (POINTER / "active-stack").write_text(str(directory))
+    kept = [d for d in dict.fromkeys(directories) if (d / STATE_FILE).exists()]
+    tmp = POINTER / (ACTIVE_FILE + ".tmp")
+    tmp.write_text("\n".join(str(d) for d in kept))
+    tmp.replace(POINTER / ACTIVE_FILE)
+
+
+def _set_active(directory: Path) -> None:
+    _record([directory, *_recorded()])
+
+
+def _forget(directory: Path) -> None:
+    """Strike a stopped stack off, so the stack started before it is active again."""
+    if directory in _recorded():
+        _record([d for d in _recorded() if d != directory])
+
+
+def _known_stacks() -> list[Stack]:
+    """Every recorded stack, most recent first, then the default stack."""
+    loaded = (Stack.load(d) for d in dict.fromkeys([*_recorded(), DEFAULT_DIR]))
+    return [stack for stack in loaded if stack is not None]
+
+
+def active_stack() -> Stack | None:
+    """The most recently started stack that runs, else the default one if it runs."""
+    for stack in _known_stacks():
+        if any(processes.alive(b.pid, b.marker) for b in stack.brokers):
+            return stack
+    return None
 
 
 def active_broker_address() -> str | None:
-    """The first live broker of the most recently started local stack, if any."""
+    """The first live broker of the active stack, if a stack runs."""
     return _first_live("broker")
 
 
 def active_consumer_address() -> str | None:
-    """The first live consumer of the most recently started local stack, if any."""
+    """The first live consumer of the active stack, if a stack runs."""
     return _first_live("consumer")
 
 
 def _first_live(role: str) -> str | None:
-    try:
-        directory = Path((POINTER / "active-stack").read_text().strip())
-    except OSError:
-        return None
-    stack = Stack.load(directory)
+    stack = active_stack()
     if stack is None:
         return None
     for p in stack.processes:
@@ -347,20 +385,16 @@ def _first_live(role: str) -> str | None:
 
 
 def fragments_dir_of(address: str) -> Path | None:
-    """The file root of the active local stack's brokers, if `address` is one of them.
+    """The file root of the local stack whose broker `address` is, if any.
 
     Hosts match loosely (localhost and 127.0.0.1 are one host); ports exactly.
     """
-    try:
-        directory = Path((POINTER / "active-stack").read_text().strip())
-    except OSError:
-        return None
-    stack = Stack.load(directory)
-    if stack is None or not _is_loopback(address):
+    if not _is_loopback(address):
         return None
     port = urlsplit(address).port
-    if any(b.port == port for b in stack.brokers):
-        return stack.directory / "fragments"
+    for stack in _known_stacks():
+        if any(b.port == port for b in stack.brokers):
+            return stack.directory / "fragments"
     return None
 
 

@@ -30,11 +30,14 @@ EXAMPLE_SHARDS = [f"chunks-part-{i:03d}" for i in range(8)]
 
 
 @contextmanager
-def shard_stack(directory: Path) -> Iterator[local_stack.Stack]:
-    """The running stack, its example shards all served by a primary."""
+def shard_stack(directory: Path, lease: int | None = None) -> Iterator[local_stack.Stack]:
+    """The running stack, its example shards all served by a primary.
+
+    `lease` is the processes' Etcd lease TTL (how long a killed one keeps its shards).
+    """
     try:
         stack = local_stack.up(directory, brokers=1, consumers=2, app=APP, timeout=60,
-                               activate=False)
+                               activate=False, lease=lease)
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("BROKER_ADDRESS", stack.brokers[0].endpoint)
             mp.setenv("CONSUMER_ADDRESS", stack.consumers[0].endpoint)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -76,6 +77,21 @@ def isolated_env(state_home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "BROKER_ADDRESS"}
     env["XDG_STATE_HOME"] = str(state_home)
     return env
+
+
+def journal_set(prefix: str, *children: str, replication: int = 1) -> bytes:
+    """Journal YAML creating `prefix` + each of `children` in file:// stores."""
+    entries = "".join(f"  - name: {prefix}{child}\n    revision: 0\n" for child in children)
+    return (f"name: {prefix}\nreplication: {replication}\nfragment:\n  length: 1048576\n"
+            f"  compression_codec: NONE\n  stores:\n    - file:///\n"
+            f"  refresh_interval: 1s\nchildren:\n{entries}").encode()
+
+
+def exported(env_output: str) -> dict[str, str]:
+    """The variables of `export NAME=value` lines, as a shell's eval would set them."""
+    pairs = (shlex.split(line.removeprefix("export "))[0].split("=", 1)
+             for line in env_output.splitlines())
+    return dict(pairs)
 
 
 def gazctl(*args: str, env: dict[str, str], input: bytes | None = None,
@@ -155,6 +171,12 @@ def stop_stack(directory: Path) -> None:
             os.kill(p.pid, signal.SIGKILL)
         _wait_dead([p.pid for p in stack.processes], {p.pid: p.marker for p in stack.processes})
     assert not survivors, f"processes outlived `down`: {[p.name for p in survivors]}"
+
+
+def kill(process: local_stack.Process) -> None:
+    """SIGKILL one process of a local stack and return once it is gone."""
+    os.kill(process.pid, signal.SIGKILL)
+    _wait_dead([process.pid], {process.pid: process.marker})
 
 
 def _wait_dead(pids: list[int], markers: dict[int, str], limit: float = 10) -> None:

@@ -22,7 +22,7 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.local import processes
 from gazette_core.local import stack as local_stack
 from tests.consumer.runtime.support import SOURCE, Producer, create_journals, shard_spec
-from tests.gazctl.support import gazctl, isolated_env, stop_stack
+from tests.gazctl.support import exported, gazctl, isolated_env, kill, stop_stack
 
 APP = "tests.consumer.runtime.apps:Counter"
 
@@ -91,12 +91,25 @@ def test_consumers_without_an_app_are_refused_with_one_line(stack_dir: Path) -> 
         "error: consumers need an application: pass --app package.module:Attr")
 
 
-def test_env_exports_the_first_consumer(stack_dir: Path) -> None:
-    up(stack_dir, "--consumers", "1", "--app", APP)
+def test_shards_commands_go_on_after_the_first_listed_consumer_dies(stack_dir: Path) -> None:
+    up(stack_dir, "--consumers", "3", "--app", APP)
     stack = local_stack.Stack.load(stack_dir)
     assert stack is not None
-    env = isolated_env(stack_dir.parent / "state")
-    done = gazctl("local", "env", "--dir", str(stack_dir), env=env)
-    assert f"export CONSUMER_ADDRESS={stack.consumers[0].endpoint}\n" in done.stdout.decode()
+    asyncio.run(serve_one_shard(stack))
+    state = isolated_env(stack_dir.parent / "state")
+    env = {**state, **exported(
+        gazctl("local", "env", "--dir", str(stack_dir), env=state).stdout.decode())}
+    every = ",".join(c.endpoint for c in stack.consumers)
+
+    kill(stack.consumers[0])
+    listed = gazctl("shards", "list", env=env)
+    # A program of the client library, given the same list, goes on too.
+    by_library = asyncio.run(list_shards(env["CONSUMER_ADDRESS"]))
+
+    assert env["CONSUMER_ADDRESS"] == every
+    assert listed.returncode == 0, listed.stderr.decode()
+    assert [line.split()[0] for line in listed.stdout.decode().splitlines()] == [
+        "ID", "shard-000"]
+    assert [s.spec.id for s in by_library.shards] == ["shard-000"]
 
 

@@ -1,10 +1,12 @@
 """gRPC channels to brokers, dialed from Gazette endpoint URLs.
 
 An endpoint is what a ProcessSpec advertises and what `--broker.address`
-takes (gazctl also takes a comma-separated list of them, and dials a live
-one): `http://host:port`, `https://host:port` (TLS; port 443 by default), a
+takes: `http://host:port`, `https://host:port` (TLS; port 443 by default), a
 bare `host:port`, or `unix:///abs/path` (`unix://host/abs/path` is accepted
-too; the host is ignored). Channels are cached per event loop, address and
+too; the host is ignored). An address may also list several endpoints
+separated by commas, as `gazctl local env` exports them: `dial` gives such a
+list a failover channel (failover.py), whose calls go to a live endpoint and
+move on when it dies. Channels are cached per event loop, address and
 `ClientConfig`, because `grpc.aio` channels are bound to the loop that
 created them and are meant to be shared by many calls.
 
@@ -32,6 +34,7 @@ from urllib.parse import urlsplit
 
 import grpc
 
+from gazette_core.broker.client.failover import FailoverChannel
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.errors import GazetteError
 from gazette_core.server.client_auth import CallAuth, interceptors
@@ -82,6 +85,10 @@ _channels = weakref.WeakKeyDictionary()
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task[None]]]
 _watches = weakref.WeakKeyDictionary()
 log = logging.getLogger(__name__)
+_FailoverKey = tuple[tuple[str, ...], ClientConfig]
+_failovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                      dict[_FailoverKey, FailoverChannel]]
+_failovers = weakref.WeakKeyDictionary()
 
 
 def use_client_config(config: ClientConfig) -> None:
@@ -90,9 +97,9 @@ def use_client_config(config: ClientConfig) -> None:
 
 
 def default_address() -> str:
-    """The broker endpoint from $BROKER_ADDRESS (its first, if a list), else localhost:8080."""
+    """The broker address of $BROKER_ADDRESS (all its endpoints), else localhost:8080."""
     listed = split_addresses(os.environ.get(ADDRESS_ENV, ""))
-    return listed[0] if listed else DEFAULT_ADDRESS
+    return ",".join(listed) if listed else DEFAULT_ADDRESS
 
 
 def split_addresses(text: str) -> list[str]:
@@ -100,20 +107,34 @@ def split_addresses(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def endpoints_of(address: str) -> list[str]:
+    """The endpoints of an address (one, or several separated by commas), each checked.
+
+    Raises GazetteError naming the first malformed endpoint, or the address
+    when it lists none.
+    """
+    listed = split_addresses(address)
+    if not listed:
+        raise GazetteError(f"invalid broker address {address!r}: expected host:port or a URL")
+    for endpoint in listed:
+        _parse(endpoint)
+    return listed
+
+
 def grpc_target(address: str) -> str:
-    """The grpc target string for a Gazette endpoint URL."""
+    """The grpc target string for one Gazette endpoint URL."""
     return _parse(address)[0]
 
 
 def _parse(address: str) -> tuple[str, bool]:
     """(grpc target, whether it needs TLS) of an endpoint URL."""
+    if "," in address:  # dial() splits lists; a grpc target names one endpoint
+        raise GazetteError(f"invalid broker address {address!r}: one endpoint is needed here, "
+                           "not a list")
     if "://" not in address:
         if not address or address.startswith("/"):
             raise GazetteError(f"invalid broker address {address!r}: expected host:port or a URL")
         return address, False
-    if "," in address:
-        raise GazetteError(f"invalid broker address {address!r}: one endpoint is needed here, "
-                           "not a list")
     url = urlsplit(address)
     if url.scheme in ("http", "https"):
         if not url.hostname:
@@ -137,10 +158,16 @@ def _parse(address: str) -> tuple[str, bool]:
 def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:
     """A shared channel to `address`, created on first use within this event loop.
 
+    An address listing several endpoints gets a failover channel over them.
     `config` defaults to the context's (see `use_client_config`).
     """
-    target, secure = _parse(address)
     config = config if config is not None else _default_config.get()
+    if "," in address:
+        listed = endpoints_of(address)
+        if len(listed) > 1:
+            return _failover(listed, config)
+        address = listed[0]
+    target, secure = _parse(address)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -171,6 +198,21 @@ def _start_watch(loop: asyncio.AbstractEventLoop, watch: Coroutine[Any, Any, Non
     task.add_done_callback(finished)
 
 
+def _failover(endpoints: list[str], config: ClientConfig) -> FailoverChannel:
+    """The shared failover channel over `endpoints`, which dials each with `config`."""
+    def connect(endpoint: str) -> grpc.aio.Channel:
+        return dial(endpoint, config)
+
+    try:
+        per_loop = _failovers.setdefault(asyncio.get_running_loop(), {})
+    except RuntimeError:
+        return FailoverChannel(endpoints, connect)  # its endpoints are dialed in a loop later
+    key = (tuple(endpoints), config)
+    if key not in per_loop:
+        per_loop[key] = FailoverChannel(endpoints, connect)
+    return per_loop[key]
+
+
 def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Channel:
     # Without authorization there are no interceptors, keeping calls on gRPC's direct path.
     hooks = interceptors(config.auth) if config.auth is not None else None
@@ -183,7 +225,10 @@ def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Ch
 
 def journal_stub(address: str | None = None, config: ClientConfig | None = None
                  ) -> JournalAsyncStub:
-    """A Journal service stub over the shared channel to `address` (default_address())."""
+    """A Journal service stub over the shared channel to `address` (default_address()).
+
+    `address` may list several endpoints separated by commas (see the module docstring).
+    """
     # The generated overloads cannot tell an aio channel from a sync one.
     return cast("JournalAsyncStub",
                 pb_grpc.JournalStub(dial(address or default_address(), config)))
@@ -192,6 +237,7 @@ def journal_stub(address: str | None = None, config: ClientConfig | None = None
 async def close_channels() -> None:
     """Close every cached channel of the running loop (e.g. before the loop ends)."""
     loop = asyncio.get_running_loop()
+    _failovers.pop(loop, None)  # their channels are among those closed below
     per_loop = _channels.pop(loop, {})
     for channel in per_loop.values():
         await channel.close()

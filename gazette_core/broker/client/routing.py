@@ -12,6 +12,10 @@ NOT_JOURNAL_BROKER and the current route, which the Router then remembers.
 
 Clients (`append`, `Reader`, `RetryReader`, `AppendService`) accept either a
 plain stub, which keeps every call on that broker, or a Router.
+
+The default broker may be an address listing several endpoints separated by
+commas (or a stub over one, `journal_stub("http://b1:8080,http://b2:8080")`):
+its calls then go to a live one and move on when it dies (failover.py).
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ class Target:
 class Router:
     """A bounded cache of journal Routes, and the dispatch of calls along them.
 
-    `default` (an endpoint URL or a stub) serves calls whose route is unknown.
+    `default` (an endpoint URL, a comma-separated list of them, or a stub)
+    serves calls whose route is unknown.
     Reads prefer a member in `zone` when one is given.
     """
 

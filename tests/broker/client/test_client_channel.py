@@ -1,4 +1,5 @@
-"""Endpoint URLs to grpc targets, the default address and the channel cache."""
+"""Endpoint URLs to grpc targets, lists of endpoints, the default address and the channel
+cache."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from gazette_core.broker.client.channel import (
     close_channels,
     default_address,
     dial,
+    endpoints_of,
     grpc_target,
     journal_stub,
 )
+from gazette_core.broker.client.failover import FailoverChannel
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.errors import GazetteError
 from tests.broker.client.fake_broker import FakeBroker
@@ -45,8 +48,6 @@ def test_grpc_target(address: str, target: str) -> None:
         ("http://:8080", "invalid broker address 'http://:8080': missing host"),
         ("unix://", "invalid broker address 'unix://': expected unix:///abs/path"),
         ("", "invalid broker address '': expected host:port or a URL"),
-        ("http://b1:8080,http://b2:8080", "invalid broker address "
-         "'http://b1:8080,http://b2:8080': one endpoint is needed here, not a list"),
         ("http://b1:80x", "invalid broker address 'http://b1:80x': Port could not be cast to "
          "integer value as '80x'"),
     ],
@@ -57,11 +58,48 @@ def test_grpc_target_rejects(address: str, message: str) -> None:
     assert str(caught.value) == message
 
 
+def test_a_grpc_target_is_one_endpoint() -> None:
+    with pytest.raises(GazetteError) as caught:
+        grpc_target("http://b1:8080,http://b2:8080")
+    assert str(caught.value) == ("invalid broker address 'http://b1:8080,http://b2:8080': "
+                                 "one endpoint is needed here, not a list")
+
+
+def test_an_address_may_list_endpoints() -> None:
+    address = "http://b1:8080, b2:8080,unix:///run/b3.sock,"
+    assert endpoints_of(address) == ["http://b1:8080", "b2:8080", "unix:///run/b3.sock"]
+    assert endpoints_of("http://b1:8080") == ["http://b1:8080"]
+    assert journal_stub(address) is not None  # used to be refused: one endpoint only
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("http://b1:8080,ftp://b2:21", "invalid broker address 'ftp://b2:21': scheme must be "
+         "http, https or unix, not 'ftp'"),
+        ("http://b1:8080,http://:8080", "invalid broker address 'http://:8080': missing host"),
+        ("b1:8080,/b2.sock", "invalid broker address '/b2.sock': expected host:port or a URL"),
+        (" , ", "invalid broker address ' , ': expected host:port or a URL"),
+    ],
+)
+def test_a_list_with_a_malformed_endpoint_is_refused_naming_it(address: str, message: str
+                                                                ) -> None:
+    with pytest.raises(GazetteError) as caught:
+        endpoints_of(address)
+    assert str(caught.value) == message
+    with pytest.raises(GazetteError) as caught:
+        journal_stub(address)
+    assert str(caught.value) == message
+
+
 def test_default_address(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BROKER_ADDRESS", raising=False)
     assert default_address() == "http://localhost:8080"
     monkeypatch.setenv("BROKER_ADDRESS", "unix:///tmp/b.sock")
     assert default_address() == "unix:///tmp/b.sock"
+    # All of `gazctl local env`'s list, not just its first broker.
+    monkeypatch.setenv("BROKER_ADDRESS", "http://127.0.0.1:1, http://127.0.0.1:2")
+    assert default_address() == "http://127.0.0.1:1,http://127.0.0.1:2"
 
 
 async def test_dial_shares_a_channel_per_address(broker: FakeBroker) -> None:
@@ -75,4 +113,15 @@ async def test_dial_shares_a_channel_per_address(broker: FakeBroker) -> None:
     assert dial(url) is not closed  # A closed channel is replaced.
     await close_channels()
     assert dial(url) is not None
+    await close_channels()
+
+
+async def test_dial_shares_a_failover_channel_per_list(broker: FakeBroker) -> None:
+    listed = f"http://127.0.0.1:1,http://{broker.address}"
+    channel = dial(listed)
+    assert isinstance(channel, FailoverChannel)
+    assert dial(listed) is channel
+    assert dial(f"http://{broker.address},") is dial(f"http://{broker.address}")
+    await close_channels()
+    assert dial(listed) is not channel
     await close_channels()
