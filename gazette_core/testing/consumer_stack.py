@@ -20,6 +20,7 @@ from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.consumer.lag import measure
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.local import processes
@@ -160,6 +161,37 @@ class StackConsumers:
                 assert now < limit, f"{sorted(left)} not taken over within {limit}s"
                 await asyncio.sleep(0.05)
         return out
+
+
+    async def diagnosis(self, log_lines: int = 15) -> str:
+        """Where each shard stands (replicas' statuses, bytes behind each source) and
+        the last warnings of every process's log: for the message of a failed check,
+        so that a stall names the shard that stopped and what its processes said."""
+        out = []
+        try:
+            listed = cpb.ListResponse(shards=await self.list_shards())
+            lags = await measure(self.shard_stub(), journal_stub(self.broker_addresses),
+                                 listed)
+            for entry in listed.shards:
+                codes = [cpb.ReplicaStatus.Code.Name(st.code) for st in entry.status]
+                members = [m.suffix for m in entry.route.members]
+                behind = lags.known.get(entry.spec.id, lags.unknown.get(entry.spec.id))
+                out.append(f"{entry.spec.id}: {list(zip(members, codes, strict=False))}, "
+                           f"behind {behind}")
+        except Exception as exc:  # a diagnosis must not hide the failure it explains
+            out.append(f"(shards not listed: {exc!r})")
+        for p in self.stack.processes:
+            log = self.directory / "logs" / f"{p.name}.log"
+            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+            notable = [ln for ln in lines if "WARNING" in ln or "ERROR" in ln or '"warn' in ln]
+            out.append(f"-- {p.name} (alive: {processes.alive(p.pid, p.marker)}):")
+            out.extend(f"   {ln[:300]}" for ln in notable[-log_lines:])
+        return "\n".join(out)
+
+    @property
+    def broker_addresses(self) -> str:
+        """Every broker's endpoint, as `gazctl local env` exports BROKER_ADDRESS."""
+        return ",".join(b.endpoint for b in self.stack.brokers)
 
 
 def _stopped(pid: int) -> bool:
