@@ -18,6 +18,7 @@ from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
 from gazctl.commands.shards import app as shards_app
+from gazctl.connection import forget
 from gazctl.go_args import GoStyleCommand
 from gazctl.group_options import add_group_options
 from gazctl.help_text import unwrap_app
@@ -66,6 +67,7 @@ def _root(ctx: typer.Context,
     Before any command: stderr notices as by default (a group's subcommand sets
     its own --log.* up), and defaults of subcommand options from gazctl.ini.
     """
+    forget()
     ctx.with_resource(configured())
     ctx.default_map = default_map(ctx.command, load_ini())
 

@@ -8,6 +8,7 @@ http://localhost:8080.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 DEFAULT_ADDRESS = "http://localhost:8080"
 T = TypeVar("T")
+log = logging.getLogger("gazctl")
 
 BrokerAddress = typer.Option(
     None, "--broker.address", envvar="BROKER_ADDRESS", show_envvar=True,
@@ -119,6 +121,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
             except TimeoutError:
                 raise _unreachable(", ".join(targets), f"no connection within {limit:g}s"
                                    ) from None
+            log.debug("using broker at %s", target)
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:

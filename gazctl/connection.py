@@ -17,6 +17,7 @@ command itself never sees them.
 
 from __future__ import annotations
 
+import logging
 import os
 from contextvars import ContextVar
 
@@ -86,8 +87,15 @@ _TLS_AUTH = ("cert_file", "cert_key_file", "trusted_ca_file", "auth_keys", "auth
 UNAUTHENTICATED_HINT = ("set --broker.auth-keys or --broker.auth-token, or $BROKER_AUTH_KEYS "
                         "or $BROKER_AUTH_TOKEN")
 
+log = logging.getLogger("gazctl")
+
 # Values given as flags (or their environment variables) to the running command.
 _given: ContextVar[dict[str, str | None]] = ContextVar("gazctl_connection_flags")
+
+
+def forget() -> None:
+    """Start a command with no settings given (an earlier command of this process had some)."""
+    _given.set({})
 
 
 def remember(values: dict[str, str | None]) -> None:
@@ -122,4 +130,14 @@ def client_config(side: str = "broker") -> ClientConfig:
         call_auth = CallAuth.from_settings(values["auth_keys"], values["auth_token"])
     except GazetteError as exc:
         raise ValidationError(f"--{side}.auth-keys", str(exc)) from None
+    log.debug("%s calls carry %s", side, _authorization(side, call_auth))
     return ClientConfig(tls=tls, auth=call_auth)
+
+
+def _authorization(side: str, call_auth: CallAuth | None) -> str:
+    """What authorizes a side's calls, for --log.level=debug (never the secret itself)."""
+    if call_auth is None:
+        return "no authorization"
+    if call_auth.key:
+        return f"tokens signed with the first key of --{side}.auth-keys"
+    return f"the pre-shared token of --{side}.auth-token"

@@ -43,6 +43,8 @@ TYPES: dict[str, Any] = {"log_level": LogLevel, "log_format": LogFormat,
 SIDES = {"journals": ("broker",), "shards": ("consumer", "broker")}
 ADDRESSES = {"broker": BrokerAddress, "consumer": ConsumerAddress, "timeout": Timeout}
 _AT_GROUP = "gazctl.group_options"  # ctx.meta key: the values given before the subcommand
+PLACEMENT = ("The options below may come before the subcommand or after it, as in Go's gazctl; "
+             "given in both places, the one after it wins.")
 
 
 def names_of(group: str) -> list[str]:
@@ -150,6 +152,7 @@ def add_group_options(app: typer.Typer) -> None:
             continue
         sub = info.typer_instance
         sub.callback()(group_callback(group))
+        sub.info.help = f"{sub.info.help}\n\n{PLACEMENT}"
         for command in sub.registered_commands:
             if command.callback is not None:
                 command.callback = with_group_options(command.callback, group)
