@@ -111,12 +111,6 @@ def check_spellings(case: Case, spellings: Sequence[str], monkeypatch: pytest.Mo
             ) from exc
 
 
-def succeeded(text: str) -> Callable[[Result], None]:
-    """The command succeeded and printed `text` on stdout."""
-    def check(result: Result) -> None:
-        assert result.exit_code == 0 and text in result.stdout
-    return check
-
 
 def failed_with(text: str) -> Callable[[Result], None]:
     """The command failed, its error saying `text`."""
@@ -131,4 +125,20 @@ def said(text: str, then: Callable[[Result], None] | None = None) -> Callable[[R
         assert text in result.stderr
         if then is not None:
             then(result)
+    return check
+
+
+def printed(*texts: str, absent: Sequence[str] = ()) -> Callable[[Result], None]:
+    """The command succeeded; stdout has every one of `texts` and none of `absent`."""
+    def check(result: Result) -> None:
+        assert result.exit_code == 0, result.exception
+        assert all(t in result.stdout for t in texts), texts
+        assert not any(t in result.stdout for t in absent), absent
+    return check
+
+
+def usage_error(text: str) -> Callable[[Result], None]:
+    """click refused the command line (exit 2), saying `text`."""
+    def check(result: Result) -> None:
+        assert result.exit_code == 2 and text in result.stderr
     return check

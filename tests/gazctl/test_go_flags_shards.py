@@ -16,10 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import Result
 
 from gazette_core.local.stack import Stack
-from tests.gazctl.go_spellings import GROUP_SPELLINGS, Case, Option, check_spellings, said
+from tests.gazctl.go_spellings import (
+    GROUP_SPELLINGS,
+    Case,
+    Option,
+    check_spellings,
+    printed,
+    said,
+    usage_error,
+)
 from tests.gazctl.go_spellings import failed_with as failed
 from tests.gazctl.shards_support import EXAMPLE, EXAMPLE_SHARDS, shard_stack, shard_yaml
 from tests.gazctl.test_go_flags_journals import flag, flag_spellings, value_spellings
@@ -41,18 +48,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def _has(*texts: str, absent: tuple[str, ...] = ()) -> Any:
-    def check(result: Result) -> None:
-        assert result.exit_code == 0, result.exception
-        assert all(t in result.stdout for t in texts), texts
-        assert not any(t in result.stdout for t in absent), absent
-    return check
-
-
-def _usage_error(text: str) -> Any:
-    def check(result: Result) -> None:
-        assert result.exit_code == 2 and text in result.stderr
-    return check
 
 
 def cases(stack: Stack, files: Path) -> dict[str, tuple[Case, list[str]]]:
@@ -70,34 +65,34 @@ def cases(stack: Stack, files: Path) -> dict[str, tuple[Case, list[str]]]:
     one = ("-l", f"id={SHARD}")
     listed = ("shards", "list", *one)
     row("list selector", Option("--selector", f"id={SHARD}", "shards.list", "Selector", "-l"),
-        ("shards", "list"), _has(SHARD, absent=("chunks-part-001",)))
+        ("shards", "list"), printed(SHARD, absent=("chunks-part-001",)))
     row("list format", Option("--format", "yaml", "shards.list", "Format", "-o"), listed,
-        _has("shards:", f"id: {SHARD}"))
+        printed("shards:", f"id: {SHARD}"))
     row("list label columns", Option("--label-columns", "store", "shards.list", "Labels", "-L"),
-        listed, _has("store", "sqlite"))
+        listed, printed("store", "sqlite"))
     row("list primary", flag("--primary", "shards.list", "Primary", "-p"), listed,
-        _has("Primary", ":PRIMARY"))
+        printed("Primary", ":PRIMARY"))
     row("list replicas", flag("--replicas", "shards.list", "Replicas", "-r"), listed,
-        _has("Replicas"))
-    row("list rf", flag("--rf", "shards.list", "RF"), listed, _has("RF"))
-    row("list lag", flag("--lag", "shards.list", "Lag"), listed, _has("Lag"))
+        printed("Replicas"))
+    row("list rf", flag("--rf", "shards.list", "RF"), listed, printed("RF"))
+    row("list lag", flag("--lag", "shards.list", "Lag"), listed, printed("Lag"))
 
     specs = str(EXAMPLE / "shards.yaml")
     row("apply specs", Option("--specs", specs, "shards.apply", "SpecsPath"),
-        ("shards", "apply", "--dry-run"), _has(f"{len(EXAMPLE_SHARDS)} unchanged"))
+        ("shards", "apply", "--dry-run"), printed(f"{len(EXAMPLE_SHARDS)} unchanged"))
     row("apply dry run", flag("--dry-run", "shards.apply", "DryRun"),
-        ("shards", "apply", "--specs", specs), _has("dry run: 0 change(s)"))
+        ("shards", "apply", "--specs", specs), printed("dry run: 0 change(s)"))
     row("apply max txn size", Option("--max-txn-size", "1", "shards.apply", "MaxTxnSize"),
         ("shards", "apply", "--specs", str(files / "stale.yaml")), failed("of 2 refused"))
     row("edit max txn size", Option("--max-txn-size", "-1", "shards.edit", "MaxTxnSize"),
-        ("shards", "edit", *one), _usage_error("Invalid value for '--max-txn-size'"))
+        ("shards", "edit", *one), usage_error("Invalid value for '--max-txn-size'"))
 
     unassign = ("shards", "unassign", *one)
     row("unassign selector", Option("--selector", f"id={SHARD}", "shards.unassign", "Selector",
                                     "-l"), ("shards", "unassign", "--dry-run"),
-        _has(f"would unassign {SHARD}"))
+        printed(f"would unassign {SHARD}"))
     row("unassign dry run", flag("--dry-run", "shards.unassign", "DryRun"), unassign,
-        _has(f"would unassign {SHARD}"))
+        printed(f"would unassign {SHARD}"))
     row("unassign failed", flag("--failed", "shards.unassign", "Failed"),
         (*unassign, "--dry-run"), failed("no selected shard has a failed replica"))
 
@@ -115,7 +110,7 @@ def cases(stack: Stack, files: Path) -> dict[str, tuple[Case, list[str]]]:
     debug = {"LOG_LEVEL": "debug"}
     broker = stack.brokers[0].endpoint
     row("group broker address", Option("--broker.address", broker, "shards.Broker", "Address",
-                                       env="BROKER_ADDRESS"), (*listed, "--lag"), _has("Lag"),
+                                       env="BROKER_ADDRESS"), (*listed, "--lag"), printed("Lag"),
         list(GROUP_SPELLINGS), drop=("BROKER_ADDRESS",))
     row("group broker route cache size", Option("--broker.cache.size", "7", "shards.Broker",
                                                 "Size", env="BROKER_CACHE_SIZE"), recover,
