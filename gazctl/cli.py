@@ -18,9 +18,14 @@ from gazctl.commands.journals import app as journals_app
 from gazctl.commands.local import app as local_app
 from gazctl.commands.print_config import print_config
 from gazctl.commands.shards import app as shards_app
-from gazctl.connection import add_connection_options
+from gazctl.connection import forget
+from gazctl.go_args import GoStyleCommand
+from gazctl.group_options import add_group_options
 from gazctl.help_text import unwrap_app
-from gazctl.render import print_error, print_usage_error
+from gazctl.ini import load as load_ini
+from gazctl.ini_defaults import default_map
+from gazctl.logs import configured
+from gazctl.render import force_colour, print_error, print_usage_error
 from gazctl.usage import INTERRUPTED, USAGE
 from gazette_core.errors import GazetteError
 
@@ -53,10 +58,27 @@ def _show_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
+def _root(ctx: typer.Context,
+          _version: bool = typer.Option(False, "--version", is_eager=True,
                                         callback=_show_version,
                                         help="Print gazctl's version and exit.")) -> None:
-    """The root command itself only takes --version; its help is the app's."""
+    """The root command itself only takes --version; its help is the app's.
+
+    Before any command: stderr notices as by default (a group's subcommand sets
+    its own --log.* up), and defaults of subcommand options from gazctl.ini.
+    """
+    forget()
+    ctx.with_resource(configured())
+    ctx.default_map = default_map(ctx.command, load_ini())
+
+
+def _go_style(app: typer.Typer) -> None:
+    """Every command of `app`'s tree reads `-X=value` as Go's gazctl does (gazctl.go_args)."""
+    for info in app.registered_commands:
+        info.cls = GoStyleCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _go_style(group.typer_instance)
 
 
 app.add_typer(journals_app, name="journals")
@@ -64,8 +86,10 @@ app.add_typer(shards_app, name="shards")
 app.add_typer(local_app, name="local")
 app.command("print-config")(print_config)
 app.command("attach-uuids")(attach_uuids)
-# After every command is registered: each one that dials a broker gets the TLS and auth options.
-add_connection_options(app)
+# After every command is registered: the journals and shards groups and their subcommands get
+# the groups' options (addresses, TLS, auth, route cache, zone, logging), as in Go's gazctl.
+add_group_options(app)
+_go_style(app)
 # Last: every help text, the connection options' included, as paragraphs the terminal wraps.
 unwrap_app(app)
 
@@ -93,5 +117,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         print_error(GazetteError(f"{exc.strerror or exc}"
                                  + (f": {exc.filename}" if exc.filename else "")))
         return 1
+    finally:
+        force_colour(False)  # --log.format=color coloured the error line too; no further
     # Typer answers --help, --version and Ctrl-C with an exit code, commands with None.
     return code if isinstance(code, int) else 0

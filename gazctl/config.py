@@ -10,6 +10,7 @@ that no stack runs.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +40,7 @@ DEFAULT_ADDRESS = "http://localhost:8080"
 NO_STACK_HINT = ("no address is set and no local stack is running: start one with "
                  "`gazctl local up`, or set --broker.address")
 T = TypeVar("T")
+log = logging.getLogger("gazctl")
 
 BrokerAddress = typer.Option(
     None, "--broker.address", envvar="BROKER_ADDRESS", show_envvar=True,
@@ -129,6 +131,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
             except TimeoutError:
                 raise _unreachable(", ".join(targets), f"no connection within {limit:g}s",
                                    source) from None
+            log.debug("using broker at %s", target)
             try:
                 return await body(journal_stub(target))
             except UnavailableError as exc:

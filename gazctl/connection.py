@@ -1,33 +1,25 @@
-"""How gazctl connects to brokers: client TLS files and authorization, on every dialing command.
+"""The settings of Go's `journals` and `shards` groups, and the client configuration they make.
 
-The five settings of Go's `[journals.Broker]` group besides the address:
-`--broker.cert-file`, `--broker.cert-key-file`, `--broker.trusted-ca-file`
-(TLS for `https://` addresses), `--broker.auth-keys` (gazctl signs its own
-tokens with the first key) and `--broker.auth-token` (a pre-shared token,
-used when there are no keys). Each comes from its flag, else its environment
-variable, else gazctl.ini, else empty.
+Besides the address, Go's `[journals.Broker]` group has `--broker.cert-file`,
+`--broker.cert-key-file`, `--broker.trusted-ca-file` (TLS for `https://`
+addresses), `--broker.auth-keys` (gazctl signs its own tokens with the first
+key), `--broker.auth-token` (a pre-shared token, used when there are no
+keys) and the route cache, `--broker.cache.size` and `--broker.cache.ttl`
+(`gazctl.routes`). `shards` has the same under `--consumer.*` (`$CONSUMER_*`,
+`[shards.Consumer]`) for its consumer dials. Both groups have `--zone`,
+`--log.level` and `--log.format` (`gazctl.logs`).
 
-They are declared once, here, and `add_connection_options` adds them to
-every command that takes `--broker.address` (a `broker` parameter), so a new
-command gets them by taking the address; the command itself never sees them.
-`run()` turns them into the client configuration of all its dials.
-
-`shards` commands dial consumers too: a command taking `--consumer.address`
-(a `consumer` parameter) gets the same five settings as `--consumer.*`
-options (`$CONSUMER_*`, `[shards.Consumer]` in gazctl.ini), applied to its
-consumer dials only.
+Each setting comes from its flag, else its environment variable, else
+gazctl.ini, else its default. `gazctl.group_options` declares them on the
+groups and their subcommands and records the values given (`remember`); the
+command itself never sees them.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
+import logging
 import os
-from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
-
-import typer
 
 from gazctl.ini import IniFile
 from gazctl.ini import load as load_ini
@@ -53,74 +45,66 @@ SETTINGS: dict[str, tuple[str, str, str, str]] = {
                          "tokens with the first."),
     "broker_auth_token": ("--broker.auth-token", "BROKER_AUTH_TOKEN", "authtoken",
                           "Pre-shared bearer token, sent when --broker.auth-keys is empty."),
+    "broker_cache_size": ("--broker.cache.size", "BROKER_CACHE_SIZE", "cachesize",
+                          "Journals whose routes gazctl keeps, to send reads and appends "
+                          "straight to their brokers (0, the default: the broker at "
+                          "--broker.address forwards them)."),
+    "broker_cache_ttl": ("--broker.cache.ttl", "BROKER_CACHE_TTL", "cachettl",
+                         "How long a route is kept after it was learned: a duration like 1m "
+                         "(the default), or seconds; 0 keeps routes until a call along one "
+                         "fails."),
 }
+# Consumers proxy each shard call to the shard's primary, so gazctl needs no route cache.
+_CONSUMER_CACHE = ("Accepted for compatibility with Go's gazctl; no effect (consumers forward "
+                   "shard calls to the shard's primary).")
 # The consumer's twins: the same settings under --consumer.*, $CONSUMER_* and [shards.Consumer].
 CONSUMER_SETTINGS: dict[str, tuple[str, str, str, str]] = {
     name.replace("broker_", "consumer_"): (
         flag.replace("--broker.", "--consumer."), env.replace("BROKER_", "CONSUMER_"),
-        "consumer" + key, text.replace("brokers", "consumers").replace("--broker.", "--consumer."))
+        "consumer" + key,
+        _CONSUMER_CACHE if "cache" in name
+        else text.replace("brokers", "consumers").replace("--broker.", "--consumer."))
     for name, (flag, env, key, text) in SETTINGS.items()
 }
-ALL_SETTINGS = {**SETTINGS, **CONSUMER_SETTINGS}
+# The settings of both groups.
+BASE_SETTINGS: dict[str, tuple[str, str, str, str]] = {
+    "zone": ("--zone", "ZONE", "zone",
+             "Availability zone of this client: with a route cache, reads go to a journal's "
+             "broker in it when there is one."),
+    "log_level": ("--log.level", "LOG_LEVEL", "loglevel",
+                  "Least severe stderr notice shown: trace, debug, info, warn (the default), "
+                  "error or fatal."),
+    "log_format": ("--log.format", "LOG_FORMAT", "logformat",
+                   "How stderr notices are written: text (the default), color (text with "
+                   "colours forced on) or json (one object per line)."),
+}
+ALL_SETTINGS = {**BASE_SETTINGS, **SETTINGS, **CONSUMER_SETTINGS}
+DEFAULTS = {"log_level": "warn", "log_format": "text", "broker_cache_size": "0",
+            "broker_cache_ttl": "1m", "consumer_cache_size": "0", "consumer_cache_ttl": "1m"}
 # The parameter a command takes to dial each side, and the settings that side gets.
 GROUPS = {"broker": (SETTINGS, PANEL), "consumer": (CONSUMER_SETTINGS, CONSUMER_PANEL)}
+_TLS_AUTH = ("cert_file", "cert_key_file", "trusted_ca_file", "auth_keys", "auth_token")
 UNAUTHENTICATED_HINT = ("set --broker.auth-keys or --broker.auth-token, or $BROKER_AUTH_KEYS "
                         "or $BROKER_AUTH_TOKEN")
+
+log = logging.getLogger("gazctl")
 
 # Values given as flags (or their environment variables) to the running command.
 _given: ContextVar[dict[str, str | None]] = ContextVar("gazctl_connection_flags")
 
 
-def _option(name: str, panel: str) -> Any:
-    flag, env, _, text = ALL_SETTINGS[name]
-    return typer.Option(None, flag, envvar=env, show_envvar=True, help=text,
-                        rich_help_panel=panel)
+def forget() -> None:
+    """Start a command with no settings given (an earlier command of this process had some)."""
+    _given.set({})
 
 
-def with_connection_options(command: Callable[..., Any], side: str = "broker"
-                            ) -> Callable[..., Any]:
-    """`command` with one side's connection options added to its signature, recorded for run().
-
-    `side` is "broker" or "consumer" (see GROUPS).
-    """
-    settings, panel = GROUPS[side]
-    signature = inspect.signature(command)
-    if any(name in signature.parameters for name in settings):
-        return command
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # Merged: a command dialing both sides is wrapped once per side.
-        _given.set({**_given.get({}), **{name: kwargs.pop(name, None) for name in settings}})
-        return command(*args, **kwargs)
-
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                               default=_option(name, panel), annotation="str | None")
-             for name in settings]
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*signature.parameters.values(), *extra])
-    wrapper.__annotations__ = {**command.__annotations__,
-                               **dict.fromkeys(settings, "str | None")}
-    return wrapper
-
-
-def add_connection_options(app: typer.Typer) -> None:
-    """Give every command of `app`'s tree the connection options of each side it dials.
-
-    A command dials brokers when it takes `broker`, consumers when it takes `consumer`.
-    """
-    for info in app.registered_commands:
-        for side in GROUPS:
-            callback = info.callback
-            if callback is not None and side in inspect.signature(callback).parameters:
-                info.callback = with_connection_options(callback, side)
-    for group in app.registered_groups:
-        if group.typer_instance is not None:
-            add_connection_options(group.typer_instance)
+def remember(values: dict[str, str | None]) -> None:
+    """Record the settings the running command was given (flags, or their environment)."""
+    _given.set({**_given.get({}), **values})
 
 
 def setting(name: str, ini: IniFile | None = None) -> tuple[str, str]:
-    """A setting's value and where it came from: the flag or environment, gazctl.ini, or ''."""
+    """A setting's value and where it came from: the flag or environment, gazctl.ini, or default."""
     flag, env, key, _ = ALL_SETTINGS[name]
     given = _given.get({}).get(name)
     if given:
@@ -130,20 +114,30 @@ def setting(name: str, ini: IniFile | None = None) -> tuple[str, str]:
     ini = ini if ini is not None else load_ini()
     if (value := ini.get(key)) is not None:
         return value, str(ini.path)
-    return "", "default"
+    return DEFAULTS.get(name, ""), "default"
 
 
 def client_config(side: str = "broker") -> ClientConfig:
     """The TLS files and authorization of this command's calls to one side's servers."""
-    settings = GROUPS[side][0]
+    names = [f"{side}_{name}" for name in _TLS_AUTH]
     ini: IniFile | None = None
-    if not all(_given.get({}).get(name) or os.environ.get(settings[name][1])
-               for name in settings):
+    if not all(_given.get({}).get(name) or os.environ.get(ALL_SETTINGS[name][1])
+               for name in names):
         ini = load_ini()  # once, and only when some setting may come from it
-    values = {name.removeprefix(f"{side}_"): setting(name, ini)[0] for name in settings}
+    values = {name.removeprefix(f"{side}_"): setting(name, ini)[0] for name in names}
     tls = ClientTLS(values["cert_file"], values["cert_key_file"], values["trusted_ca_file"])
     try:
         call_auth = CallAuth.from_settings(values["auth_keys"], values["auth_token"])
     except GazetteError as exc:
         raise ValidationError(f"--{side}.auth-keys", str(exc)) from None
+    log.debug("%s calls carry %s", side, _authorization(side, call_auth))
     return ClientConfig(tls=tls, auth=call_auth)
+
+
+def _authorization(side: str, call_auth: CallAuth | None) -> str:
+    """What authorizes a side's calls, for --log.level=debug (never the secret itself)."""
+    if call_auth is None:
+        return "no authorization"
+    if call_auth.key:
+        return f"tokens signed with the first key of --{side}.auth-keys"
+    return f"the pre-shared token of --{side}.auth-token"

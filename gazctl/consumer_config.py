@@ -11,6 +11,7 @@ take `--broker.address` too and get a Journal stub beside the Shard stub.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 T = TypeVar("T")
+log = logging.getLogger("gazctl")
 
 # When no consumer address is set anywhere and no local stack runs consumers.
 NO_CONSUMERS_HINT = ("no address is set and no local stack runs consumers: start them with "
@@ -127,10 +129,12 @@ def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
 
 async def _live(role: str, targets: list[str], limit: float, source: str = "") -> str:
     try:
-        return await pick_live(targets, limit)
+        target = await pick_live(targets, limit)
     except TimeoutError:
         raise _unreachable(role, ", ".join(targets), f"no connection within {limit:g}s",
                            source) from None
+    log.debug("using %s at %s", role, target)
+    return target
 
 
 def _unreachable(role: str, target: str, reason: str, source: str = "") -> UnavailableError:

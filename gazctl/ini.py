@@ -7,23 +7,34 @@ and keys follow Go's gazctl, e.g.
     [journals.Broker]
     Address = http://broker.example:8080
 
+    [journals.Logging]
+    Level = info
+
     [shards.Consumer]
     Address = http://consumer.example:9000
 
+    [journals.list]
+    Format = yaml
+
 Section names are case-insensitive, and a key may be written as Go's field
-name (`Address`, `AuthToken`) or as the long flag (`broker.address`). Unlike
-Go, a flag or environment variable always wins over the file, and a key we
-don't know is reported rather than silently ignored.
+name (`Address`, `AuthToken`, `Size`) or as the long flag (`broker.address`).
+The group sections (`[journals]`, `[journals.Broker]`, `[journals.Logging]`,
+`[shards]`, `[shards.Consumer]`, `[shards.Broker]`, `[shards.Logging]`) are
+read here; a subcommand's section (`[journals.list]`) is kept in `commands`
+for `gazctl.ini_defaults`. Unlike Go, a flag or environment variable always
+wins over the file, and a key we don't know is reported rather than
+silently ignored.
 """
 
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gazctl.render import stderr
+from gazctl import logs
 from gazette_core.errors import ValidationError
 
 FILE_NAME = "gazctl.ini"
@@ -35,7 +46,11 @@ KNOWN = {
     "trustedcafile": ("journals.Broker", "TrustedCAFile", "BROKER_TRUSTED_CA_FILE"),
     "authkeys": ("journals.Broker", "AuthKeys", "BROKER_AUTH_KEYS"),
     "authtoken": ("journals.Broker", "AuthToken", "BROKER_AUTH_TOKEN"),
+    "cachesize": ("journals.Broker", "Size", "BROKER_CACHE_SIZE"),
+    "cachettl": ("journals.Broker", "TTL", "BROKER_CACHE_TTL"),
     "zone": ("journals", "Zone", "ZONE"),
+    "loglevel": ("journals.Logging", "Level", "LOG_LEVEL"),
+    "logformat": ("journals.Logging", "Format", "LOG_FORMAT"),
     # Not in Go's gazctl: the brokers' --broker.file-root, for `journals prune`.
     "fileroot": ("journals.Broker", "FileRoot", "BROKER_FILE_ROOT"),
     # The consumer settings of `shards` commands, keyed with a "consumer" prefix.
@@ -45,8 +60,17 @@ KNOWN = {
     "consumertrustedcafile": ("shards.Consumer", "TrustedCAFile", "CONSUMER_TRUSTED_CA_FILE"),
     "consumerauthkeys": ("shards.Consumer", "AuthKeys", "CONSUMER_AUTH_KEYS"),
     "consumerauthtoken": ("shards.Consumer", "AuthToken", "CONSUMER_AUTH_TOKEN"),
+    "consumercachesize": ("shards.Consumer", "Size", "CONSUMER_CACHE_SIZE"),
+    "consumercachettl": ("shards.Consumer", "TTL", "CONSUMER_CACHE_TTL"),
 }
 SECRETS = frozenset({"authkeys", "authtoken", "consumerauthkeys", "consumerauthtoken"})
+# Go's field names of options nested in a group (the route cache's, the logging group's).
+_FIELDS = {"size": "cachesize", "ttl": "cachettl", "level": "loglevel", "format": "logformat"}
+# Each group section, lower-cased, and the sections whose keys it may hold.
+_GROUP_SECTIONS = {"journals": "journals", "journals.broker": "journals.broker",
+                   "journals.logging": "journals.logging", "shards": "shards",
+                   "shards.consumer": "shards.consumer", "shards.broker": "journals.broker",
+                   "shards.logging": "journals.logging"}
 
 
 @dataclass
@@ -55,6 +79,8 @@ class IniFile:
 
     path: Path | None = None
     values: dict[str, str] = field(default_factory=dict)  # normalised key -> value
+    # Subcommand sections, e.g. "journals.list" -> [(key as written, value), ...]
+    commands: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def get(self, key: str) -> str | None:
         return self.values.get(key)
@@ -69,10 +95,12 @@ def normalise(key: str) -> str:
 
 
 def _key_in(section: str, key: str) -> str:
-    """The normalised key of `key` in `section`: consumer settings get their prefix."""
+    """The normalised key of `key` in group section `section`; consumer settings get a prefix."""
     norm = normalise(key)
-    if section.lower() in ("shards", "shards.consumer"):
-        return "consumer" + norm.removeprefix("consumer")
+    norm = _FIELDS.get(norm, norm)
+    consumer = "consumer" + norm.removeprefix("consumer")
+    if section in ("shards", "shards.consumer") and consumer in KNOWN:
+        return consumer
     return norm
 
 
@@ -86,6 +114,13 @@ def load() -> IniFile:
     path = next((p for p in candidates() if p.is_file()), None)
     if path is None:
         return IniFile()
+    stat = path.stat()
+    return _parse(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(path: Path, _mtime_ns: int, _size: int) -> IniFile:
+    """`path` parsed, once per version of the file: its warnings are printed once."""
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
@@ -94,12 +129,14 @@ def load() -> IniFile:
         raise ValidationError(str(path), f"invalid INI file: {exc.message}") from None
     ini = IniFile(path)
     for section in parser.sections():
+        group = _GROUP_SECTIONS.get(section.lower())
+        if group is None:  # a subcommand's, checked against the command tree later
+            ini.commands.setdefault(section, []).extend(parser.items(section))
+            continue
         for key, value in parser.items(section):
-            norm = _key_in(section, key)
-            if norm in KNOWN and section.lower() in (KNOWN[norm][0].lower(), "journals",
-                                                     "shards"):
+            norm = _key_in(section.lower(), key)
+            if norm in KNOWN and group in (KNOWN[norm][0].lower(), "journals", "shards"):
                 ini.values[norm] = value
             else:
-                stderr.print(f"warning: {path}: ignoring unknown key {key!r} in [{section}]",
-                             highlight=False, markup=False)
+                logs.warn(f"{path}: ignoring unknown key {key!r} in [{section}]")
     return ini

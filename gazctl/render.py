@@ -32,6 +32,19 @@ from gazette_core.errors import GazetteError, StatusError, ValidationError
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
+# stderr with colours forced on (--log.format=color), or None: colours only on a terminal.
+_coloured: Console | None = None
+
+
+def err_console() -> Console:
+    """The console of gazctl's stderr lines: notices, warnings and the error line."""
+    return _coloured or stderr
+
+
+def force_colour(on: bool) -> None:
+    """Colour stderr lines even when stderr is no terminal (or stop doing so)."""
+    global _coloured
+    _coloured = Console(stderr=True, soft_wrap=True, force_terminal=True) if on else None
 
 
 def print_error(exc: BaseException) -> None:
@@ -49,7 +62,7 @@ def print_error(exc: BaseException) -> None:
         text = f"{type(exc).__name__}: {exc}"
     # Messages quote user input (selectors, YAML, names) that may look like markup.
     line = f"[bold red]error:[/] {escape(text)}" + (f" [dim]({escape(hint)})[/]" if hint else "")
-    stderr.print(line, highlight=False, markup=True)
+    err_console().print(line, highlight=False, markup=True)
 
 
 def print_usage_error(exc: click.UsageError) -> None:
@@ -57,8 +70,8 @@ def print_usage_error(exc: click.UsageError) -> None:
     where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
     # Typer's value checks word their messages as pydantic does.
     text = exc.format_message().replace("Value error, ", "")
-    stderr.print(f"[bold red]error:[/] {escape(text)}[dim]{escape(where)}[/]",
-                 highlight=False, markup=True)
+    err_console().print(f"[bold red]error:[/] {escape(text)}[dim]{escape(where)}[/]",
+                        highlight=False, markup=True)
 
 
 def table_of(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:

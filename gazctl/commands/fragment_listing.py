@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from gazctl import logs
 from gazctl.commands.selection import NoMatchError
 from gazctl.config import run
-from gazctl.render import journal_progress, stderr
+from gazctl.render import journal_progress
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from spark_jobs.prune import NothingMatched, Selection, fetch_selection
 
@@ -21,5 +22,5 @@ def list_selection(broker: str | None, sel: pb.LabelSelector, selector: str,
     except NothingMatched as exc:
         raise NoMatchError(str(exc)) from None
     for name in selection.suspended:
-        stderr.print(f"note: skipped suspended journal {name}", highlight=False, markup=False)
+        logs.note(f"skipped suspended journal {name}")
     return selection

@@ -25,6 +25,7 @@ from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
 from gazctl.input_chunks import InputChunks
 from gazctl.records import Framing, Mapper, Mapping, check_options, records
 from gazctl.render import stdout
+from gazctl.routes import journal_client
 from gazctl.usage import UsageError
 from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.appender import append_retrying
@@ -32,6 +33,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
+    from gazette_core.broker.client.routing import JournalClient
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
@@ -71,8 +73,10 @@ def append(
     source = sys.stdin.buffer if input_path == "-" else _open(input_path)
 
     async def body(stub: JournalAsyncStub) -> Appended:
-        journals = [j.spec.name for j in await matched_journals(stub, sel, selector)]
-        return await _append_records(stub, source, Mapper(mapping, journals, framing, b64))
+        listed = await matched_journals(stub, sel, selector)
+        journals = [j.spec.name for j in listed]
+        return await _append_records(journal_client(stub, listed), source,
+                                     Mapper(mapping, journals, framing, b64))
 
     done = run(broker, body, timeout)
     stdout.print(f"{'interrupted: ' if done.interrupted else ''}appended {done.records} "
@@ -88,7 +92,7 @@ def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
     async def body(stub: JournalAsyncStub) -> pb.AppendResponse:
         journals = await matched_journals(stub, sel, selector)
         journal = random.choice(journals).spec.name
-        return await append_retrying(stub, journal, data)
+        return await append_retrying(journal_client(stub, journals), journal, data)
 
     resp = run(broker, body, timeout)
     c = resp.commit
@@ -96,8 +100,7 @@ def _append_whole(sel: pb.LabelSelector, selector: str, input_path: str,
                  f"[{c.begin}, {c.end})", highlight=False)
 
 
-async def _append_records(stub: JournalAsyncStub, source: BinaryIO, mapper: Mapper
-                          ) -> Appended:
+async def _append_records(stub: JournalClient, source: BinaryIO, mapper: Mapper) -> Appended:
     """Each record appended as soon as it is read, in input order per journal.
 
     A failed record stops the reading; either way every record read is

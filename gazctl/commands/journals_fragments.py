@@ -1,4 +1,8 @@
-"""`gazctl journals fragments`: the fragments of selected journals, as a table or JSON lines."""
+"""`gazctl journals fragments`: the fragments of selected journals: a table, JSON lines or proto.
+
+`-o proto` prints, as Go's gazctl does, one FragmentsResponse per journal in
+protobuf text format (without the response header, which is per page here).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 import typer
+from google.protobuf import text_format
 
 from gazctl.commands.selection import NoMatchError, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
@@ -16,6 +21,7 @@ from gazctl.render import (
     journal_progress,
     json_line,
     message_dict,
+    stdout,
     table,
 )
 from gazctl.timeflags import parse_duration, parse_time
@@ -28,12 +34,13 @@ from gazette_core.broker.protocol.suspend_ext import fully_suspended
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
-Listed = list[tuple[str, pb.FragmentsResponse._Fragment]]
+Listed = list[tuple[str, list[pb.FragmentsResponse._Fragment]]]  # per journal, in order
 
 
 class Format(enum.StrEnum):
     table = "table"
     json = "json"
+    proto = "proto"
 
 
 def fragments(
@@ -70,7 +77,7 @@ def fragments(
                                       end_mod_time=end)
             if url_ttl:
                 req.signatureTTL.CopyFrom(from_seconds(url_ttl))
-            out.extend((j.spec.name, f) for f in await list_fragments(stub, req))
+            out.append((j.spec.name, await list_fragments(stub, req)))
             progress.advance()
         return out
 
@@ -78,12 +85,17 @@ def fragments(
     with journal_progress("Listing fragments") as progress:
         listed = run(broker, lambda stub: body(stub, progress), timeout)
     if output is Format.json:
-        for _, f in listed:
-            json_line(message_dict(f))
-        return
-    cols = ["Journal", "Offset", "Length", "Persisted", "SHA1", "Compression", "Store",
-            *(["URL"] if url_ttl else [])]
-    table(cols, [_row(name, f, bool(url_ttl)) for name, f in listed])
+        for _, frags in listed:
+            for f in frags:
+                json_line(message_dict(f))
+    elif output is Format.proto:
+        for _, frags in listed:
+            stdout.out(text_format.MessageToString(pb.FragmentsResponse(fragments=frags)),
+                       end="")
+    else:
+        cols = ["Journal", "Offset", "Length", "Persisted", "SHA1", "Compression", "Store",
+                *(["URL"] if url_ttl else [])]
+        table(cols, [_row(name, f, bool(url_ttl)) for name, frags in listed for f in frags])
 
 
 def _row(journal: str, f: pb.FragmentsResponse._Fragment, with_url: bool) -> list[str]:

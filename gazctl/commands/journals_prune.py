@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from gazctl import logs
 from gazctl.commands.fragment_listing import list_selection
 from gazctl.commands.selection import require_selector
 from gazctl.config import (
@@ -65,7 +66,7 @@ def prune(
         selection, dry_run=dry_run, master=spark_master, file_root=root, file_only=file_only,
         while_deleting=lambda n: activity(f"Deleting {n} expired fragments on {spark_master}"))
     for message in [*summary.errors, *summary.warnings]:
-        stderr.print(f"warning: {message}", highlight=False, markup=False)
+        logs.warn(message)
     _render(summary, output)
     if summary.failed:
         raise GazetteError(f"{summary.failed} fragment deletes failed (see the warnings above)")

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from google.protobuf.message import Message as ProtoBuf
 
+from gazctl import logs
 from gazctl.commands.read_watch import Output
-from gazctl.render import stderr
 from gazctl.usage import UsageError
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -129,11 +129,11 @@ class CommittedReader:
 
 def _note_open(journal: str, opened: int, repeats: bool) -> None:
     """Say on stderr that the offset kept is that of a transaction still open."""
-    text = (f"note: {journal}: a transaction begun at offset {opened} was still open where "
+    text = (f"{journal}: a transaction begun at offset {opened} was still open where "
             "the read stopped; the offset kept for --offsets-out is that one")
     if repeats:
         text += ", so messages printed after it will be printed again by a read resuming there"
-    stderr.print(text, highlight=False, markup=False)
+    logs.note(text)
 
 
 def message_class(committed: bool, message_type: str) -> type[ProtoBuf] | None:

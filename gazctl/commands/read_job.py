@@ -12,18 +12,19 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gazctl import logs
 from gazctl.commands.read_committed import CommittedReader, new_message_of
 from gazctl.commands.read_watch import Output, ReadOne, follow, raw_reader
 from gazctl.commands.selection import matched_journals
-from gazctl.render import stderr
+from gazctl.routes import journal_client, learn
 from gazette_core.broker.client.journals import fetch_write_head, list_journals
-from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message as ProtoBuf
 
+    from gazette_core.broker.client.routing import JournalClient
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
@@ -44,7 +45,7 @@ class Job:
     async def run(self, stub: JournalAsyncStub) -> None:
         # Reads that fetch fragments themselves may not be proxied, so they go to a
         # member of each journal's route, which a Router learns from the brokers.
-        client = Router(stub) if self.file_root is not None else stub
+        client = journal_client(stub, needed=self.file_root is not None)
         read: ReadOne = (CommittedReader(stub, client, self.out, self.finals, self.file_root,
                                          self.proto) if self.committed
                          else raw_reader(client, self.out, self.finals, self.file_root))
@@ -56,12 +57,14 @@ class Job:
             await follow(stub, self.sel, self.text, self.out, self.template, self.starts,
                          self.finals, read)
         else:
-            await self._read_once(stub, read)
+            await self._read_once(stub, client, read)
 
-    async def _read_once(self, stub: JournalAsyncStub, read: ReadOne) -> None:
+    async def _read_once(self, stub: JournalAsyncStub, client: JournalClient,
+                         read: ReadOne) -> None:
         """Read each journal the selector matches now up to its write head (or --count)."""
-        specs = [j.spec for j in await matched_journals(stub, self.sel, self.text)
-                 if not fully_suspended(j.spec)]
+        listed = await matched_journals(stub, self.sel, self.text)
+        learn(client, listed)
+        specs = [j.spec for j in listed if not fully_suspended(j.spec)]
         if self.committed:  # A journal without a framing fails before anything is printed.
             for spec in specs:
                 new_message_of(spec, self.proto)
@@ -100,6 +103,5 @@ async def warn_past_heads(stub: JournalAsyncStub, names: list[str],
     heads = await asyncio.gather(*(fetch_write_head(stub, name) for name in ahead))
     for name, head in zip(ahead, heads, strict=True):
         if starts[name] > head:
-            stderr.print(f"warning: {name} starts at offset {starts[name]}, past its write "
-                         f"head {head}; nothing is read from it until it grows past "
-                         f"{starts[name]}", highlight=False, markup=False)
+            logs.warn(f"{name} starts at offset {starts[name]}, past its write head {head}; "
+                      f"nothing is read from it until it grows past {starts[name]}")

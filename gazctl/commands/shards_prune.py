@@ -14,6 +14,7 @@ import sys
 
 import typer
 
+from gazctl import logs
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.config import BrokerAddress, OutputFormat, Timeout, broker_address
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
@@ -70,16 +71,14 @@ def prune(
     except NothingMatched as exc:
         raise NoMatchError(str(exc)) from None
     for log, reason in sorted(gathered.skipped.items()):
-        stderr.print(f"note: skipped recovery log {log}: {reason}", highlight=False,
-                     markup=False)
+        logs.note(f"skipped recovery log {log}: {reason}")
     with activity(f"Pruning {len(gathered.tasks)} recovery logs on {spark_master}"):
         summary = prune_gathered(gathered, address, dry_run=dry_run, master=spark_master,
                                  file_root=root, file_only=file_only)
     for log, reason in sorted(summary.aborted.items()):
-        stderr.print(f"warning: nothing pruned from {log}: {reason}", highlight=False,
-                     markup=False)
+        logs.warn(f"nothing pruned from {log}: {reason}")
     for message in summary.errors:
-        stderr.print(f"warning: {message}", highlight=False, markup=False)
+        logs.warn(message)
     _render(summary, output)
     if summary.failed or summary.aborted:
         raise GazetteError(f"{summary.failed} fragment deletes failed and {len(summary.aborted)} "

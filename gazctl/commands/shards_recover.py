@@ -21,8 +21,8 @@ import typer
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
 from gazctl.render import humanize_bytes, stderr, table
+from gazctl.routes import journal_client
 from gazctl.usage import NothingDone, UsageError
-from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.client import get_hints, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -124,7 +124,7 @@ async def recover_into(clients: Clients, shard: str, slot: str, directory: Path)
     player = Player()
     player.finish_at_write_head()
     resolved = await play_with_progress(player, hints, str(directory),
-                                        Router(clients.brokers()), stderr)
+                                        journal_client(clients.brokers(), needed=True), stderr)
     return Recovered(shard, resolved.log, chosen, str(directory), restored_files(directory))
 
 

@@ -24,17 +24,20 @@ def parse_problem(args: list[str]) -> str | None:
     context = click.Context(command, info_name="gazctl")
     path = ["gazctl"]
     rest = list(args)
-    while isinstance(command, TyperGroup) and rest and not rest[0].startswith("-"):
-        sub = command.get_command(context, rest[0])
+    while True:
+        try:  # a group's own options (Go's group options) may come before its subcommand
+            _, positional, _ = command.make_parser(context).parse_args(rest)
+        except UsageError as exc:
+            return f"{' '.join(path)}: {exc.format_message()}"
+        if not isinstance(command, TyperGroup) or not positional:
+            break
+        sub = command.get_command(context, positional[0])
         if sub is None:
-            return f"{' '.join(path)} has no command {rest[0]!r}"
-        path.append(rest.pop(0))
+            return f"{' '.join(path)} has no command {positional[0]!r}"
+        path.append(positional[0])
+        rest = positional[1:]
         command = sub
         context = click.Context(sub, info_name=path[-1], parent=context)
-    try:
-        _, positional, _ = command.make_parser(context).parse_args(rest)
-    except UsageError as exc:
-        return f"{' '.join(path)}: {exc.format_message()}"
     arguments = [p for p in command.params if isinstance(p, TyperArgument)]
     if any(a.nargs < 0 for a in arguments):
         return None

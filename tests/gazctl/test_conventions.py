@@ -234,7 +234,7 @@ def test_durations_take_bare_seconds_and_go_durations(
     assert (code, err) == (0, "")
 
 
-DURATION_FLAGS = {"--timeout", "--url-ttl", "--since"}
+DURATION_FLAGS = {"--timeout", "--url-ttl", "--since", "--broker.cache.ttl"}
 
 
 def test_every_duration_flag_says_it_takes_seconds() -> None:

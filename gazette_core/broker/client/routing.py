@@ -9,6 +9,8 @@ default broker, and it forgets a route as soon as a call along it fails, so
 the default broker (which always knows the way) is asked again. A call the
 default broker may not forward (`do_not_proxy`) it refuses with
 NOT_JOURNAL_BROKER and the current route, which the Router then remembers.
+With a `ttl`, a route also ages out that long after it was last learned,
+once it was used: a route learned from a refusal always serves the retry it is for.
 
 Clients (`append`, `Reader`, `RetryReader`, `AppendService`) accept either a
 plain stub, which keeps every call on that broker, or a Router.
@@ -20,6 +22,8 @@ its calls then go to a live one and move on when it dies (failover.py).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 DEFAULT_CAPACITY = 4096
+log = logging.getLogger(__name__)
 
 # Statuses by which a broker says it is the wrong one to ask: our route is stale.
 ROUTING_FAILURES = frozenset(
@@ -41,10 +46,12 @@ ROUTING_FAILURES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Known:
     route: pb.Route
     revision: int  # Etcd revision the route was observed at; 0 if unknown.
+    learned: float = 0.0  # when, by the router's clock
+    used: bool = False  # whether a call was dispatched along it since
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +85,9 @@ class Router:
     """A bounded cache of journal Routes, and the dispatch of calls along them.
 
     `default` (an endpoint URL, a comma-separated list of them, or a stub)
-    serves calls whose route is unknown.
-    Reads prefer a member in `zone` when one is given.
+    serves calls whose route is unknown. Reads prefer a member in `zone` when
+    one is given. `ttl` (seconds; 0 for never) ages routes out, measured by
+    `clock`.
     """
 
     def __init__(
@@ -88,11 +96,14 @@ class Router:
         *,
         zone: str = "",
         capacity: int = DEFAULT_CAPACITY,
+        ttl: float = 0.0,
         connect: Callable[[str], JournalAsyncStub] = journal_stub,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._default = default if default is not None else default_address()
         self.zone = zone
         self._capacity = capacity
+        self._ttl, self._clock = ttl, clock
         # Stubs are made per call rather than cached: channel.dial already
         # shares channels per event loop and replaces closed ones.
         self._connect = connect
@@ -117,7 +128,7 @@ class Router:
             # Newer knowledge that there is nowhere to go: the old route is stale.
             self._routes.pop(key, None)
             return
-        self._routes[key] = _Known(_copy(route), revision)
+        self._routes[key] = _Known(_copy(route), revision, self._clock())
         self._routes.move_to_end(key)
         while len(self._routes) > self._capacity:
             self._routes.popitem(last=False)
@@ -128,20 +139,32 @@ class Router:
 
     def route(self, journal: str) -> pb.Route | None:
         """The remembered Route of `journal`, if any (the cached message: do not modify it)."""
-        known = self._routes.get(_key(journal))
+        known = self._fresh(_key(journal))
         return known.route if known is not None else None
 
     def target(self, journal: str, *, primary: bool) -> Target:
         """Where to send a call: the primary (appends) or a member (reads), else the default."""
         key = _key(journal)
-        known = self._routes.get(key)
+        known = self._fresh(key)
         if known is not None:
             self._routes.move_to_end(key)  # Recently used: keep it over idle journals.
             index = _pick(known.route, self.zone, primary)
             if index >= 0:
+                known.used = True
                 address = str(known.route.endpoints[index])
+                log.debug("%s of %s goes to %s", "append" if primary else "read", journal,
+                          address)
                 return Target(self._connect(address), journal, address, self)
         return Target(self._default_stub(), journal, router=self)
+
+    def _fresh(self, key: str) -> _Known | None:
+        """The remembered route of `key`, unless it aged out (and was used) already."""
+        known = self._routes.get(key)
+        if (known is not None and known.used and self._ttl > 0
+                and self._clock() - known.learned > self._ttl):
+            del self._routes[key]
+            return None
+        return known
 
     def stub_for(self, journal: str, *, primary: bool) -> JournalAsyncStub:
         """The stub `target()` would use (for callers making their own RPCs)."""

@@ -187,6 +187,32 @@ def test_the_default_broker_disowning_the_journal_leaves_the_cache_alone() -> No
     assert (router.forgotten, router.route("a/j")) == ([], route(primary=0))
 
 
+def test_routes_age_out_ttl_after_they_were_learned_once_used() -> None:
+    now = [100.0]
+    router = RecordingRouter(ttl=60, clock=lambda: now[0])
+    router.observe("a/j", header(route(primary=2)))
+    now[0] += 61  # aged, but never used: it still serves the call it was learned for
+    assert address(router, "a/j", primary=True) == C
+    assert address(router, "a/j", primary=True) == DEFAULT  # used and aged: forgotten
+    router.observe("a/j", header(route(primary=0), revision=11))
+    now[0] += 60
+    assert address(router, "a/j", primary=True) == A  # not older than the ttl yet
+    router.observe("a/j", header(route(primary=0), revision=12))  # learned again: renewed
+    now[0] += 59
+    assert address(router, "a/j", primary=True) == A
+    now[0] += 2
+    assert router.route("a/j") is None
+
+
+def test_without_a_ttl_routes_never_age() -> None:
+    now = [0.0]
+    router = RecordingRouter(clock=lambda: now[0])
+    router.observe("a/j", header(route(primary=2)))
+    address(router, "a/j", primary=True)
+    now[0] += 10 ** 9
+    assert address(router, "a/j", primary=True) == C
+
+
 def test_the_default_broker_refusing_an_unproxied_call_teaches_the_route() -> None:
     """A do_not_proxy read the default broker is no member for: it names the members."""
     router = RecordingRouter()
