@@ -79,7 +79,8 @@ class _Recorder:
         self.calls.append(("Append", kwargs))
 
 
-def test_authorization_rides_along_as_grpc_metadata() -> None:
+async def test_authorization_rides_along_as_grpc_metadata() -> None:
+    """Within the event loop, as the gateway makes its stubs."""
     recorder = _Recorder()
     stub = _AuthorizedStub(cast(Any, recorder), "Bearer abc")
     stub.Read(pb.ReadRequest(), timeout=5)
