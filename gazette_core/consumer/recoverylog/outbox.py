@@ -164,3 +164,4 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
         future.set_result(None)
     else:
         future.set_exception(error)
+        future.exception()  # its owner may have gone (an aborted shard): not "never retrieved"
