@@ -9,13 +9,18 @@ before the command tree is imported (most of a second on a loaded machine):
 a Ctrl-C cancels a running command, which still flushes what it read and
 writes its offsets, and exits at once with 130 at any other moment.
 
-An interrupted command ends the process with `os._exit(130)` once stdout and
-stderr are flushed, skipping the interpreter's shutdown: the command closed
-its channels and files on its way out, and CPython (3.11, under `python -m`)
-ends a process by SIGINT instead of with its exit code if a KeyboardInterrupt
-ever left code run by `exec()` or `eval()` of a string (as dataclasses are
-built), even when it was caught; Spark's own Ctrl-C handler, in place during
-`journals prune`, raises one wherever the signal lands.
+Every command ends the process with `os._exit(code)` once stdout and stderr
+are flushed (and a Spark session it started is stopped), skipping the
+interpreter's shutdown: the command closed its channels and files on its way
+out. The shutdown would restore Python's default Ctrl-C action, so a Ctrl-C
+just as a command finishes would kill it by the signal rather than let it
+exit with its code; it would free gRPC's last objects, and gRPC's core
+shutdown can abort the process (see gazette_core.broker.client.channel); and
+CPython (3.11, under `python -m`) ends a process by SIGINT instead of with
+its exit code if a KeyboardInterrupt ever left code run by `exec()` or
+`eval()` of a string (as dataclasses are built), even when it was caught;
+Spark's own Ctrl-C handler, in place during `journals prune`, raises one
+wherever the signal lands.
 
 SIGUSR1 writes every thread's stack to stderr, so a gazctl that does not exit
 can be asked what it waits for (`kill -USR1 PID`).
@@ -61,14 +66,16 @@ def main() -> None:
     from gazctl.cli import run_cli  # the slow part of starting up
 
     code = run_cli()
-    if code == INTERRUPTED:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a broken pipe, or closed: nothing to keep
-                pass
-        os._exit(INTERRUPTED)
-    sys.exit(code)
+    if code != INTERRUPTED and "spark_jobs.session" in sys.modules:
+        from spark_jobs.session import stop_session
+
+        stop_session()  # the JVM would stop by itself; this ends a cluster's app cleanly
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a broken pipe, or closed: nothing to keep
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

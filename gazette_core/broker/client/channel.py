@@ -84,6 +84,12 @@ _channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_ChannelKey
 _channels = weakref.WeakKeyDictionary()
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task[None]]]
 _watches = weakref.WeakKeyDictionary()
+# grpc.aio shuts its core down once the last of its channels and calls is freed,
+# and that shutdown can close the descriptor one of its poller threads is
+# waiting on, which then aborts the process ("epoll_wait error: Bad file
+# descriptor"). Closed channels are kept, so a process never shuts the core
+# down while it goes on, or on its way out (gazctl ends with os._exit).
+_closed: list[grpc.aio.Channel] = []
 log = logging.getLogger(__name__)
 _FailoverKey = tuple[tuple[str, ...], ClientConfig]
 _failovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
@@ -241,6 +247,7 @@ async def close_channels() -> None:
     per_loop = _channels.pop(loop, {})
     for channel in per_loop.values():
         await channel.close()
+        _closed.append(channel)
     watches = _watches.pop(loop, set())
     for task in watches:
         task.cancel()
