@@ -11,11 +11,12 @@ writes its offsets, and exits at once with 130 at any other moment.
 
 Every command ends the process with `os._exit(code)` once stdout and stderr
 are flushed (and a Spark session it started is stopped), skipping the
-interpreter's shutdown: the command closed its channels and files on its way
-out. The shutdown would restore Python's default Ctrl-C action, so a Ctrl-C
+interpreter's shutdown: the command closed its files and channels on its way
+out, keeping the channels referenced (close_channels' `retain`). The shutdown
+would restore Python's default Ctrl-C action, so a Ctrl-C
 just as a command finishes would kill it by the signal rather than let it
 exit with its code; it would free gRPC's last objects, and gRPC's core
-shutdown can abort the process (see gazette_core.broker.client.channel); and
+shutdown can abort the process (see `close_channels`); and
 CPython (3.11, under `python -m`) ends a process by SIGINT instead of with
 its exit code if a KeyboardInterrupt ever left code run by `exec()` or
 `eval()` of a string (as dataclasses are built), even when it was caught;
