@@ -50,6 +50,8 @@ def _quiet_grpc() -> None:
     gRPC reads the variable once, when it loads; it is taken out again so
     that processes gazctl starts do not inherit it.
     """
+    import gazette_core  # noqa: F401  (before gRPC loads: it turns gRPC's fork support off)
+
     if "GRPC_VERBOSITY" in os.environ:
         return
     os.environ["GRPC_VERBOSITY"] = "NONE"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# isort: off
+import gazette_core  # noqa: F401  (first: it turns gRPC's fork support off before gRPC loads)
+# isort: on
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Iterator
