@@ -20,7 +20,6 @@ import typer
 
 from gazctl.connection import client_config
 from gazctl.endpoints import pick_live
-from gazctl.interrupts import owns_process
 from gazctl.interrupts import run as run_interruptible
 from gazette_core.broker.client.channel import close_channels, journal_stub, use_client_config
 from gazette_core.broker.client.journals import list_journals
@@ -98,4 +97,4 @@ async def _list_specs(addresses: list[str]) -> list[pb.JournalSpec]:
             resp = await list_journals(stub, pb.LabelSelector(), timeout=TIMEOUT)
         return [journal.spec for journal in resp.journals]
     finally:
-        await close_channels(retain=owns_process())
+        await close_channels()

@@ -20,7 +20,6 @@ from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
-from gazctl.interrupts import owns_process
 from gazctl.interrupts import run as run_interruptible
 from gazctl.timeflags import parse_duration
 from gazctl.usage import UsageError
@@ -144,7 +143,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
                     exc.hint = UNAUTHENTICATED_HINT
                 raise
         finally:
-            await close_channels(retain=owns_process())
+            await close_channels()
 
     return run_interruptible(main())
 

@@ -28,7 +28,6 @@ from gazctl.config import (
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
-from gazctl.interrupts import owns_process
 from gazctl.interrupts import run as run_interruptible
 from gazette_core.broker.client.channel import (
     close_channels,
@@ -123,7 +122,7 @@ def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
                         "BROKER", "CONSUMER")
                 raise
         finally:
-            await close_channels(retain=owns_process())
+            await close_channels()
 
     return run_interruptible(main())
 

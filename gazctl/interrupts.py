@@ -36,7 +36,6 @@ class _Running:
 
     task: asyncio.Task[Any] | None = None
     signum: int | None = None
-    owns_process = False  # gazctl's entry point runs, and ends the process with os._exit
 
 
 def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -51,17 +50,8 @@ def on_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 def take_over_ctrl_c() -> None:
-    """Handle SIGINT as above, whatever was inherited (ignored, in a background job).
-
-    Only gazctl's entry point calls this, and it ends the process with os._exit.
-    """
+    """Handle SIGINT as above, whatever was inherited (ignored, in a background job)."""
     signal.signal(signal.SIGINT, on_signal)
-    _Running.owns_process = True
-
-
-def owns_process() -> bool:
-    """Whether gazctl runs as its own process (not called in-process, as by tests)."""
-    return _Running.owns_process
 
 
 class handling:

@@ -11,25 +11,22 @@ writes its offsets, and exits at once with 130 at any other moment.
 
 Every command ends the process with `os._exit(code)` once stdout and stderr
 are flushed (and a Spark session it started is stopped), skipping the
-interpreter's shutdown: the command closed its files and channels on its way
-out, keeping the channels referenced (close_channels' `retain`). The shutdown
-would restore Python's default Ctrl-C action, so a Ctrl-C
+interpreter's shutdown: the command closed its channels and files on its way
+out. The shutdown would restore Python's default Ctrl-C action, so a Ctrl-C
 just as a command finishes would kill it by the signal rather than let it
-exit with its code; it would free gRPC's last objects, and gRPC's core
-shutdown can abort the process (see `close_channels`); and
-CPython (3.11, under `python -m`) ends a process by SIGINT instead of with
-its exit code if a KeyboardInterrupt ever left code run by `exec()` or
-`eval()` of a string (as dataclasses are built), even when it was caught;
-Spark's own Ctrl-C handler, in place during `journals prune`, raises one
-wherever the signal lands.
+exit with its code; and CPython (3.11, under `python -m`) ends a process by
+SIGINT instead of with its exit code if a KeyboardInterrupt ever left code
+run by `exec()` or `eval()` of a string (as dataclasses are built), even when
+it was caught; Spark's own Ctrl-C handler, in place during `journals prune`,
+raises one wherever the signal lands.
 
 SIGUSR1 writes every thread's stack to stderr, so a gazctl that does not exit
 can be asked what it waits for (`kill -USR1 PID`).
 
-gRPC's own log lines (a failed TLS handshake, a poller racing the exit of an
-interrupted command) are kept off gazctl's stderr, where a failure is one
-line that already carries gRPC's reason; GRPC_VERBOSITY set by the user
-still applies. Processes that gazctl starts (`local up`) log as usual.
+gRPC's own log lines (a failed TLS handshake, say) are kept off gazctl's
+stderr, where a failure is one line that already carries gRPC's reason;
+GRPC_VERBOSITY set by the user still applies. Processes that gazctl starts
+(`local up`) log as usual.
 """
 
 from __future__ import annotations

@@ -84,8 +84,6 @@ _channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_ChannelKey
 _channels = weakref.WeakKeyDictionary()
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task[None]]]
 _watches = weakref.WeakKeyDictionary()
-# Channels closed with `retain` (see close_channels).
-_closed: list[grpc.aio.Channel] = []
 log = logging.getLogger(__name__)
 _FailoverKey = tuple[tuple[str, ...], ClientConfig]
 _failovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
@@ -236,24 +234,13 @@ def journal_stub(address: str | None = None, config: ClientConfig | None = None
                 pb_grpc.JournalStub(dial(address or default_address(), config)))
 
 
-async def close_channels(retain: bool = False) -> None:
-    """Close every cached channel of the running loop (e.g. before the loop ends).
-
-    `retain` keeps the closed channels referenced for the rest of the process,
-    for a process that ends with os._exit (gazctl): grpc.aio shuts its core
-    down once the last of its channels and calls is freed, and that shutdown
-    can close the descriptor one of its poller threads waits on, which then
-    aborts the process ("epoll_wait error: Bad file descriptor"). Not for a
-    process that goes on with other event loops: retained channels keep their
-    loop, and gRPC goes on dispatching to it after it closed.
-    """
+async def close_channels() -> None:
+    """Close every cached channel of the running loop (e.g. before the loop ends)."""
     loop = asyncio.get_running_loop()
     _failovers.pop(loop, None)  # their channels are among those closed below
     per_loop = _channels.pop(loop, {})
     for channel in per_loop.values():
         await channel.close()
-        if retain:
-            _closed.append(channel)
     watches = _watches.pop(loop, set())
     for task in watches:
         task.cancel()
