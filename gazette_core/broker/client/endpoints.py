@@ -14,7 +14,6 @@ gazctl picks a live endpoint once per command; a failover channel
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 
 import grpc
@@ -50,8 +49,8 @@ async def first_live(channels: Sequence[grpc.aio.Channel], limit: float) -> int:
     finally:
         for task in tasks:
             task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*tasks, return_exceptions=True)
+        # Raises only if the caller itself is cancelled meanwhile, which must go on up.
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def connects(channel: grpc.aio.Channel, limit: float) -> bool:
