@@ -4,7 +4,8 @@ An upsert PUTs the binary ShardSpec at its item key, and its `primary_hints`
 (if any) as JSON at the shard's primary hint key; a delete removes only the
 item key. Each change is guarded by ModRevision == `expect_mod_revision`
 unless that is -1. Before the transaction, every upserted shard's recovery
-log must exist as a journal with the recovery-log content-type.
+log must exist as a journal with the recovery-log content-type, and the
+transaction must fit Etcd's limit on its size (`apply_limits`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gazette_core.broker.protocol.labels_ext import (
 from gazette_core.broker.protocol.names_ext import quote
 from gazette_core.broker.protocol.route_ext import unrouted_header
 from gazette_core.consumer.api_authz import authorize_apply
+from gazette_core.consumer.apply_limits import check_apply_size
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_apply_request
 from gazette_core.consumer.protocol.shard_spec_ext import primary_hint_key, recovery_log
@@ -83,6 +85,7 @@ def _txn_parts(root: str, req: cpb.ApplyRequest
 async def serve_apply(host: ShardHost, req: cpb.ApplyRequest) -> cpb.ApplyResponse:
     """Apply every change atomically; wait until the local KeySpace reflects it."""
     validate_apply_request(req)
+    check_apply_size(req)
     authorize_apply(req)
     for index, change in enumerate(req.changes):
         if change.HasField("upsert"):

@@ -24,8 +24,11 @@ from gazette_core.consumer.protocol.shard_spec_ext import (
     recovery_log,
 )
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
-from gazette_core.consumer.recoverylog.fsm import FSM, FSMError
-from gazette_core.consumer.recoverylog.hints import decode_hints, encode_hints
+from gazette_core.consumer.recoverylog.hints import (
+    decode_hints,
+    encode_hints,
+    validate_shard_hints,
+)
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.etcd_util import EtcdUnavailableError
@@ -50,14 +53,9 @@ class AssignmentChangedError(GazetteError):
 def _decode_checked(key: str, value: bytes, log_name: str) -> rpb.FSMHints:
     try:
         hints = decode_hints(value)
-        FSM(hints)  # validates the hints as playback would use them
-    except (ValidationError, FSMError) as exc:
+        validate_shard_hints(hints, log_name)  # as Apply checks primary_hints
+    except ValidationError as exc:
         raise StoredHintsError(f"hints at {quote(key)} are invalid: {exc}") from None
-    if hints.log != log_name:
-        raise StoredHintsError(
-            f"hints at {quote(key)} name log {quote(hints.log)}, "
-            f"not the shard's recovery log {quote(log_name)}"
-        )
     return hints
 
 

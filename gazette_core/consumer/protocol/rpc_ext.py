@@ -18,7 +18,7 @@ from gazette_core.consumer.protocol.shard_spec_ext import (
     validate_shard_spec,
 )
 from gazette_core.consumer.protocol.status_ext import validate_replica_status
-from gazette_core.consumer.recoverylog.hints import validate_hints
+from gazette_core.consumer.recoverylog.hints import validate_shard_hints
 from gazette_core.errors import ValidationError
 
 
@@ -52,15 +52,9 @@ def validate_apply_change(msg: cpb.ApplyRequest.Change) -> None:
                     "primary_hints", "unexpected primary_hints for a shard without a recovery log"
                 )
             with within("primary_hints"):
-                validate_hints(msg.primary_hints)
-            log = recovery_log(msg.upsert)
-            if msg.primary_hints.log != log:
-                # GetHints would refuse them, leaving the shard unable to recover.
-                raise ValidationError(
-                    "primary_hints.log",
-                    f"expected the shard's recovery log {quote(log)} "
-                    f"(got {quote(msg.primary_hints.log)})",
-                )
+                # GetHints applies the same check: hints it would refuse leave
+                # the shard unable to recover.
+                validate_shard_hints(msg.primary_hints, recovery_log(msg.upsert))
         return
     validate_shard_id(msg.delete, "delete")
     if expect <= 0 and expect != -1:

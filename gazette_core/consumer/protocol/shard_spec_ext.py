@@ -26,6 +26,17 @@ META_ID = "id"
 DEFAULT_MAX_HOT_STANDBYS = 3
 DEFAULT_RING_BUFFER_SIZE = 1 << 13
 DEFAULT_READ_CHANNEL_SIZE = 1 << 13
+# Upper bounds of the spec's count fields (see docs/consumers.md, "Bounds"). A
+# consumer allocates in proportion to each, so a spec beyond them is refused at
+# Apply and ignored (with a logged error) when found stored in Etcd.
+# Each backup slot is one operation of the Etcd transactions that read and
+# rotate hints, which Etcd caps at 128 (--max-txn-ops) with the primary key.
+MAX_HINT_BACKUPS = 64
+# Each standby is a full replica on another consumer process.
+MAX_HOT_STANDBYS = 1024
+# Slots of buffered messages: 128 times the default of 8192.
+MAX_RING_BUFFER_SIZE = 1 << 20
+MAX_READ_CHANNEL_SIZE = 1 << 20
 
 
 def validate_shard_id(shard: str, path: str = "id") -> None:
@@ -47,6 +58,7 @@ def primary_hint_key(spec: cpb.ShardSpec) -> str:
 
 def backup_hint_keys(spec: cpb.ShardSpec) -> list[str]:
     """Etcd keys of the backup FSMHints, newest (`.backup.0`) first."""
+    _check_bound(spec, "hint_backups", 0, MAX_HINT_BACKUPS)  # never a list of 2^31 keys
     return [f"{spec.hint_prefix}/{spec.id}.backup.{i}" for i in range(spec.hint_backups)]
 
 
@@ -82,10 +94,21 @@ def _validate_hints_config(spec: cpb.ShardSpec) -> None:
             "hint_prefix",
             f"expected an absolute, clean path (got {quote(spec.hint_prefix)})",
         )
-    if spec.hint_backups < 0:
-        raise ValidationError(
-            "hint_backups", f"expected hint_backups >= 0 (got {spec.hint_backups})"
-        )
+    _check_bound(spec, "hint_backups", 0, MAX_HINT_BACKUPS)
+
+
+def _check_bound(spec: cpb.ShardSpec, field: str, low: int, high: int) -> None:
+    value = getattr(spec, field)
+    if value < low:
+        raise ValidationError(field, f"expected {field} >= {low} (got {value})")
+    if value > high:
+        raise ValidationError(field, f"expected {field} <= {high} (got {value})")
+
+
+def _validate_sizes(spec: cpb.ShardSpec) -> None:
+    _check_bound(spec, "hot_standbys", 0, MAX_HOT_STANDBYS)
+    _check_bound(spec, "ring_buffer_size", 0, MAX_RING_BUFFER_SIZE)
+    _check_bound(spec, "read_channel_size", 0, MAX_READ_CHANNEL_SIZE)
 
 
 def _validate_durations(spec: cpb.ShardSpec) -> None:
@@ -126,6 +149,7 @@ def validate_shard_spec(spec: cpb.ShardSpec) -> None:
     _validate_durations(spec)
     validate_spec_labels(spec.labels, "labels", reserved=(META_ID,))
     _validate_sources(spec)
+    _validate_sizes(spec)
 
 
 def validate_consumer_spec(spec: cpb.ConsumerSpec) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from gazette_core.broker.protocol.names_ext import validate_journal_name
+from gazette_core.broker.protocol.names_ext import quote, validate_journal_name
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.segments import SegmentSet, validate_segment
 from gazette_core.errors import ValidationError
@@ -76,6 +76,22 @@ def live_log_segments(h: rpb.FSMHints) -> tuple[list[int], SegmentSet]:
             "live_nodes", f"last segment is in log {segments[-1].log!r}, not hints log {h.log!r}"
         )
     return fnodes, segments
+
+
+def validate_shard_hints(h: rpb.FSMHints, log_name: str) -> None:
+    """Hints a shard whose recovery log is `log_name` can recover from.
+
+    The one check of both sides: Apply refuses `primary_hints` that fail it,
+    and hints read from Etcd that fail it fail the read. Field by field, then
+    as playback follows them (each Fnode's first segment starts at it, segments
+    ordered and ending in the hints' log), naming the shard's own log.
+    """
+    validate_hints(h)
+    live_log_segments(h)
+    if h.log != log_name:
+        raise HintsError(
+            "log", f"expected the shard's recovery log {quote(log_name)} (got {quote(h.log)})"
+        )
 
 
 # --- Go encoding/json byte-compatible encoding --------------------------------------------

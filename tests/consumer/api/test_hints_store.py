@@ -76,8 +76,8 @@ async def test_get_hints_rejects_another_log(etcd: aetcd.Client) -> None:
     with pytest.raises(StoredHintsError) as info:
         await get_hints(etcd, SPEC)
     assert str(info.value) == (
-        f'hints at "{BACKUPS[1]}" name log "logs/other-shard", '
-        f'not the shard\'s recovery log "{LOG}"'
+        f'hints at "{BACKUPS[1]}" are invalid: log: expected the shard\'s recovery log '
+        f'"{LOG}" (got "logs/other-shard")'
     )
 
 

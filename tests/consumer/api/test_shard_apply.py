@@ -11,6 +11,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.protocol.labels_ext import CONTENT_TYPE, CONTENT_TYPE_RECOVERY_LOG
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.hints import decode_hints
 from gazette_core.testing.broker import journal_spec
 from tests.consumer.api.host import ROOT, Process, serving
@@ -117,6 +118,20 @@ async def test_apply_writes_primary_hints_as_json(etcd: aetcd.Client,
         assert await etcd.get(b"/hints/x/shard-one.primary") is not None
 
 
+def _unfollowable_fnode() -> rpb.FSMHints:
+    """Hints of shard-000 whose Fnode 5 starts with a segment at seq_no 1."""
+    given = hints(f"{LOG_PREFIX}/shard-000", 1)
+    given.live_nodes[0].fnode = 5
+    return given
+
+
+def _ends_in_another_log() -> rpb.FSMHints:
+    """Hints of shard-000 whose only segment is in another log."""
+    given = hints(f"{LOG_PREFIX}/shard-000", 1)
+    given.live_nodes[0].segments[0].log = "other/log"
+    return given
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -138,6 +153,23 @@ async def test_apply_writes_primary_hints_as_json(etcd: aetcd.Client,
         (Change(upsert=shard(log_prefix="", hint_prefix=""), primary_hints=hints("a/log")),
          "changes[0].primary_hints: unexpected primary_hints for a shard without a recovery "
          "log"),
+        (Change(upsert=shard(hint_backups=2147483647)),
+         "changes[0].upsert.hint_backups: expected hint_backups <= 64 (got 2147483647)"),
+        (Change(upsert=shard(hot_standbys=4294967295)),
+         "changes[0].upsert.hot_standbys: expected hot_standbys <= 1024 (got 4294967295)"),
+        (Change(upsert=shard(ring_buffer_size=4294967295)),
+         "changes[0].upsert.ring_buffer_size: expected ring_buffer_size <= 1048576 "
+         "(got 4294967295)"),
+        (Change(upsert=shard(read_channel_size=4294967295)),
+         "changes[0].upsert.read_channel_size: expected read_channel_size <= 1048576 "
+         "(got 4294967295)"),
+        # Hints GetHints would refuse (the shard could never recover from them).
+        (Change(upsert=shard(), primary_hints=_unfollowable_fnode()),
+         "changes[0].primary_hints.live_nodes[0].segments: first segment must start at "
+         "seq_no 5 (the Fnode)"),
+        (Change(upsert=shard(), primary_hints=_ends_in_another_log()),
+         "changes[0].primary_hints.live_nodes: last segment is in log 'other/log', not hints "
+         "log 'recovery/logs/shard-000'"),
     ],
 )
 async def test_apply_invalid_requests(etcd: aetcd.Client, change: Change, message: str) -> None:
@@ -173,3 +205,17 @@ async def test_apply_verifies_the_recovery_log(etcd: aetcd.Client,
             assert (info.value.code(), info.value.details()) == (
                 grpc.StatusCode.INVALID_ARGUMENT, f"changes[0].upsert: {message}")
             assert await _mod_revision(etcd, keys.item_key(ROOT, shard_id)) == 0
+
+
+async def test_apply_refuses_more_changes_than_etcd_takes(etcd: aetcd.Client) -> None:
+    async with serving(etcd, ["cons-a"]) as (proc,):
+        deletes = [Change(delete=f"shard-{i:04d}", expect_mod_revision=-1) for i in range(1000)]
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await _apply(proc, *deletes)
+        assert (info.value.code(), info.value.details()) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "changes: Apply has 1000 changes, needing 1000 Etcd operations and 0 compares; "
+            "Etcd takes at most 128 of each in a transaction (its --max-txn-ops default); "
+            "split it into Applies of at most 64 changes (gazctl shards apply --max-txn-size)")
+        # As many as Etcd takes are applied.
+        assert (await _apply(proc, *deletes[:128])).status == cpb.OK

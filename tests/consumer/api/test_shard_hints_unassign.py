@@ -51,8 +51,8 @@ async def test_get_hints_of_another_log_fails_the_rpc(etcd: aetcd.Client) -> Non
             await a.stub.GetHints(cpb.GetHintsRequest(shard="shard-one"))
         assert (info.value.code(), info.value.details()) == (
             grpc.StatusCode.FAILED_PRECONDITION,
-            'hints at "/hints/shard-one.primary" name log "recovery/logs/other", '
-            f'not the shard\'s recovery log "{LOG}"')
+            'hints at "/hints/shard-one.primary" are invalid: log: expected the shard\'s '
+            f'recovery log "{LOG}" (got "recovery/logs/other")')
 
 
 async def _assigned(etcd: aetcd.Client, proc: Process) -> None:

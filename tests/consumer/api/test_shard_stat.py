@@ -152,16 +152,35 @@ async def test_invalid_stat_requests(etcd: aetcd.Client, req: cpb.StatRequest,
                                                              message)
 
 
-async def test_stat_ignores_offsets_of_other_journals(etcd: aetcd.Client) -> None:
+async def test_stat_ignores_zero_offsets(etcd: aetcd.Client) -> None:
     async with serving(etcd, ["cons-a"]) as (a,):
         await put_shard(etcd, shard("shard-one", sources=("a/source", "b/source")))
         await put_assignment(etcd, "shard-one", "cons-a", 0, RS(code=RS.PRIMARY))
         await synced([a], etcd)
         a.host.resolve("shard-one", proxied_header=None)
         a.host.replicas["shard-one"].advance(a__source=7)
-        # Only a/source is waited for: b/source at 0 and a journal that is no source are not.
-        req = cpb.StatRequest(shard="shard-one", read_through={
-            "a/source": 7, "b/source": 0, "not/a-source": 1000})
+        # b/source at 0 is not waited for.
+        req = cpb.StatRequest(shard="shard-one", read_through={"a/source": 7, "b/source": 0})
         async with asyncio.timeout(5):
             resp = await _stat(a, req)
         assert (resp.status, dict(resp.read_through)) == (cpb.OK, {"a/source": 7})
+
+
+async def test_stat_refuses_a_journal_that_is_no_source(etcd: aetcd.Client) -> None:
+    async with serving(etcd, ["cons-a", "cons-b"]) as (a, b):
+        await put_shard(etcd, shard("shard-one", sources=("a/source",)))
+        await put_assignment(etcd, "shard-one", "cons-a", 0, RS(code=RS.PRIMARY))
+        await synced([a, b], etcd)
+        a.host.resolve("shard-one", proxied_header=None)
+        a.host.replicas["shard-one"].advance(a__source=7)
+        req = cpb.StatRequest(shard="shard-one", read_through={
+            "a/source": 7, "not/a-source": 1000})
+        # Refused on the primary and on a process that would forward the request.
+        for proc in (a, b):
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                async with asyncio.timeout(5):
+                    await _stat(proc, req)
+            assert (info.value.code(), info.value.details()) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                'read_through[not/a-source]: journal "not/a-source" is not a source of '
+                'shard "shard-one"')
