@@ -41,6 +41,7 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
+from gazette_core.server import backlog
 from gazette_core.server.process import quietly
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
@@ -121,7 +122,7 @@ class Broker:
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(
-            options=[*GRPC_OPTIONS, *keepalive.server_options()],
+            options=[*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()],
             interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         add_tolerant(pb_grpc.add_JournalServicer_to_server, JournalServicer(self), self.server)
         self.port = self.security.add_port(self.server, f"{self.config.host or '0.0.0.0'}:"

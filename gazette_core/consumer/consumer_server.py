@@ -19,7 +19,7 @@ from gazette_core.broker.metrics import exposition
 from gazette_core.consumer.app import InitArgs, call
 from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.errors import GazetteError
-from gazette_core.server import auth
+from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
 from gazette_core.server.tls import server_credentials
 
@@ -56,8 +56,8 @@ class ConsumerServer:
         config = self.service.config
         interceptors = [AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
                                                     **SHARD_CAPABILITIES})] if self.keys else []
-        self.grpc = grpc.aio.server(options=[*GRPC_OPTIONS, *keepalive.server_options()],
-                                    interceptors=interceptors)
+        options = [*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()]
+        self.grpc = grpc.aio.server(options=options, interceptors=interceptors)
         add_shard_servicer(self.grpc, self.service)
         if config.http_port >= 0:
             self.http = web.Application()
