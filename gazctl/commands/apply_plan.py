@@ -22,7 +22,10 @@ from gazctl.render import stdout
 from gazette_core.errors import GazetteError
 
 KINDS = ("created", "changed", "unchanged", "deleted")
-# A delete of a spec that does not exist: not sent, and counted only when it happens.
+# A delete of a spec the cluster does not list, counted only when it happens. At
+# any revision (-1) it is still sent: a stored spec the cluster cannot use (one
+# beyond today's bounds, say) is not listed, and deleting it is the way out; a
+# delete of a key that does not exist changes nothing. At a revision, not sent.
 ABSENT = "absent"
 STYLES = {"created": "green", "changed": "yellow", "unchanged": "dim", "deleted": "red",
           ABSENT: "yellow"}
@@ -55,8 +58,14 @@ def _classify(change: Change, current: Listed | None, name: str) -> Planned:
     return Planned(change, "unchanged" if same else "changed", current, name)
 
 
+def _sent(p: Planned) -> bool:
+    if p.kind == ABSENT:
+        return bool(p.change.expect_mod_revision == -1)
+    return p.kind != "unchanged"
+
+
 def to_send(planned: list[Planned]) -> list[Change]:
-    return [p.change for p in planned if p.kind not in ("unchanged", ABSENT)]
+    return [p.change for p in planned if _sent(p)]
 
 
 def summary(planned: list[Planned]) -> str:
@@ -67,6 +76,9 @@ def summary(planned: list[Planned]) -> str:
 
 def describe(p: Planned, noun: str) -> str:
     """One line: what happens to the spec, and under which revision guard."""
+    if p.kind == ABSENT and _sent(p):
+        return (f"delete {p.name}: not listed (no such {noun}, or its stored spec is invalid); "
+                "deleting its key if stored")
     if p.kind == ABSENT:
         return f"delete {p.name}: no such {noun}, nothing to delete"
     rev = p.change.expect_mod_revision

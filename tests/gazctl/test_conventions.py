@@ -123,7 +123,7 @@ def test_suspend_that_suspends_nothing_exits_3(address: str,
 def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
         address: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     specs = tmp_path / "ghost.yaml"
-    specs.write_text("name: conv/ghost\ndelete: true\nrevision: -1\n")
+    specs.write_text("name: conv/ghost\ndelete: true\nrevision: 3\n")
 
     code, out, err = run_main(capsys, "journals", "apply", "--specs", str(specs),
                               "--broker.address", address)
@@ -132,6 +132,23 @@ def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
     assert out.splitlines() == ["delete conv/ghost: no such journal, nothing to delete",
                                 "0 created, 0 changed, 0 unchanged, 0 deleted, 1 absent",
                                 "nothing to apply"]
+
+
+def test_deleting_an_unlisted_journal_at_any_revision_deletes_its_key_if_stored(
+        address: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # A stored spec the brokers cannot use is not listed; -1 deletes it all the same.
+    specs = tmp_path / "ghost.yaml"
+    specs.write_text("name: conv/ghost\ndelete: true\nrevision: -1\n")
+
+    code, out, err = run_main(capsys, "journals", "apply", "--specs", str(specs),
+                              "--broker.address", address)
+
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:2] == ["delete conv/ghost: not listed (no such journal, or its stored spec "
+                         "is invalid); deleting its key if stored",
+                         "0 created, 0 changed, 0 unchanged, 0 deleted, 1 absent"]
+    assert lines[2].startswith("applied 1 change(s) at revision ")
 
 
 def _format_options() -> dict[str, Any]:
