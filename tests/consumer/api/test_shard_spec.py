@@ -131,3 +131,29 @@ def test_checks_run_in_spec_order() -> None:
     assert _bad(spec).startswith("id: ")
     spec = shard(sources=("b/two", "a/one"), hint_backups=-1)
     assert _bad(spec).startswith("hint_backups: ")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"hint_backups": 65}, "hint_backups: expected hint_backups <= 64 (got 65)"),
+        ({"hot_standbys": 1025}, "hot_standbys: expected hot_standbys <= 1024 (got 1025)"),
+        ({"ring_buffer_size": (1 << 20) + 1},
+         "ring_buffer_size: expected ring_buffer_size <= 1048576 (got 1048577)"),
+        ({"read_channel_size": (1 << 20) + 1},
+         "read_channel_size: expected read_channel_size <= 1048576 (got 1048577)"),
+    ],
+)
+def test_counts_beyond_their_bounds(fields: dict[str, int], message: str) -> None:
+    assert _bad(shard(**fields)) == message
+
+
+def test_counts_at_their_bounds_pass() -> None:
+    validate_shard_spec(shard(hint_backups=64, hot_standbys=1024, ring_buffer_size=1 << 20,
+                              read_channel_size=1 << 20))
+
+
+def test_backup_hint_keys_refuses_an_unbounded_count() -> None:
+    # Never a list of 2^31 keys, whatever spec reaches it.
+    with pytest.raises(ValidationError, match="expected hint_backups <= 64"):
+        backup_hint_keys(shard(hint_backups=2147483647))
