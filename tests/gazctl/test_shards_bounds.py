@@ -36,7 +36,7 @@ from tests.gazctl.shards_support import (
     shards,
     wait_primaries,
 )
-from tests.gazctl.support import ok
+from tests.gazctl.support import ok, one_error_line, run_main
 
 ABSURD = "absurd-backups"
 BURST = 4000
@@ -104,6 +104,19 @@ def test_stored_spec_beyond_bounds_is_ignored_and_deletable(stack: Stack,
     out = ok("shards", "apply", input=deleting).stdout
     assert f"delete {ABSURD}: not listed" in out
     assert not asyncio.run(_etcd_has(stack, key))
+
+
+def test_gazctl_refuses_a_spec_beyond_bounds_before_sending(
+        stack: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    before = [(s.spec.id, s.mod_revision) for s in shards(stack)]
+    specs = tmp_path / "absurd.yaml"
+    specs.write_text(shard_yaml("too-many-backups", extra="  hint_backups: 2147483647\n"))
+    code, out, err = run_main(capsys, "shards", "apply", "--specs", str(specs))
+    assert (code, out) == (1, "")
+    assert one_error_line(err) == (
+        "error: invalid input: shards[0].hint_backups: expected hint_backups <= 64 "
+        "(got 2147483647)")
+    assert [(s.spec.id, s.mod_revision) for s in shards(stack)] == before
 
 
 async def _burst(calls: int, one: Callable[[], Awaitable[None]]) -> collections.Counter[str]:
