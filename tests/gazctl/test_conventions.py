@@ -120,13 +120,18 @@ def test_suspend_that_suspends_nothing_exits_3(address: str,
     assert one_error_line(err) == "error: no journal was suspended"
 
 
+def _delete_ghost(address: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                  revision: int) -> tuple[int, str, str]:
+    """`journals apply` deleting journal conv/ghost, which does not exist, at `revision`."""
+    specs = tmp_path / "ghost.yaml"
+    specs.write_text(f"name: conv/ghost\ndelete: true\nrevision: {revision}\n")
+    return run_main(capsys, "journals", "apply", "--specs", str(specs),
+                    "--broker.address", address)
+
+
 def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
         address: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    specs = tmp_path / "ghost.yaml"
-    specs.write_text("name: conv/ghost\ndelete: true\nrevision: 3\n")
-
-    code, out, err = run_main(capsys, "journals", "apply", "--specs", str(specs),
-                              "--broker.address", address)
+    code, out, err = _delete_ghost(address, capsys, tmp_path, revision=3)
 
     assert (code, err) == (0, "")
     assert out.splitlines() == ["delete conv/ghost: no such journal, nothing to delete",
@@ -137,11 +142,7 @@ def test_deleting_a_journal_that_does_not_exist_deletes_nothing(
 def test_deleting_an_unlisted_journal_at_any_revision_deletes_its_key_if_stored(
         address: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # A stored spec the brokers cannot use is not listed; -1 deletes it all the same.
-    specs = tmp_path / "ghost.yaml"
-    specs.write_text("name: conv/ghost\ndelete: true\nrevision: -1\n")
-
-    code, out, err = run_main(capsys, "journals", "apply", "--specs", str(specs),
-                              "--broker.address", address)
+    code, out, err = _delete_ghost(address, capsys, tmp_path, revision=-1)
 
     assert (code, err) == (0, "")
     lines = out.splitlines()
