@@ -25,6 +25,7 @@ from gazctl.timeflags import parse_duration
 from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import (
     close_channels,
+    endpoint_problem,
     journal_stub,
     split_addresses,
     use_client_config,
@@ -87,9 +88,16 @@ def broker_addresses(flag: str | None) -> list[str]:
 
 
 def endpoints_of(option: str, text: str) -> list[str]:
-    """The endpoints of an address `option` gave, which must list one at least."""
+    """The endpoints of an address `option` gave, which must list one at least.
+
+    Each is checked here, before anything is dialed, so a malformed one is a
+    usage error naming `option` (a consumer's address is not a broker's).
+    """
     if not (targets := split_addresses(text)):
         raise UsageError(option, f"expected an endpoint URL, got {text!r}")
+    for target in targets:
+        if (problem := endpoint_problem(target)) is not None:
+            raise UsageError(option, f"{target!r} is not an endpoint URL: {problem}")
     return targets
 
 

@@ -1,0 +1,76 @@
+"""Malformed connection flags on every command that dials: one line, exit 2, nothing sent.
+
+An address that does not parse (an unclosed IPv6 bracket, a scheme gRPC cannot
+dial) or auth keys that are not base64 are usage errors found before anything
+connects, and the error names the flag of the side it belongs to: a consumer's
+address is not reported as a broker's. Each command runs as its own process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.gazctl.support import command_tree, gazctl, isolated_env, journal_set
+
+DIALING = {path: {p.name for p in cmd.params} for path, cmd in command_tree().items()
+           if "broker" in {p.name for p in cmd.params}}
+CONSUMING = sorted(path for path, names in DIALING.items() if "consumer" in names)
+
+
+def _args(path: str, tmp_path: Path) -> list[str]:
+    """The least each command needs besides its address to get as far as dialing."""
+    args = path.split()[1:]
+    names = DIALING[path]
+    if "selector" in names:
+        args += ["-l", "name=mal/formed"]
+    if path.endswith(" export"):
+        args += ["--to", str(tmp_path / "out")]
+    if path.endswith(" store-health"):
+        args += ["file:///"]
+    if path.endswith(" recover"):
+        args += ["--id", "mal-formed", "-d", str(tmp_path / "recovered")]
+    return args
+
+
+def _input(path: str) -> bytes:
+    return journal_set("mal/", "formed") if path == "gazctl journals apply" else b""
+
+
+@pytest.mark.parametrize("path", sorted(DIALING))
+def test_an_unparsable_broker_address_is_a_usage_error_naming_it(
+        path: str, tmp_path: Path, state_home: Path) -> None:
+    env = {**isolated_env(state_home), "CONSUMER_ADDRESS": "http://127.0.0.1:1"}
+    proc = gazctl(*_args(path, tmp_path), "--broker.address", "http://[::1", env=env,
+                  input=_input(path))
+
+    assert proc.stderr.decode() == ("error: invalid input: --broker.address: 'http://[::1' is "
+                                    "not an endpoint URL: Invalid IPv6 URL\n")
+    assert (proc.returncode, proc.stdout) == (2, b"")
+
+
+@pytest.mark.parametrize("path", CONSUMING)
+@pytest.mark.parametrize("address, reason", [
+    ("http://[::1", "Invalid IPv6 URL"),
+    ("ftp://consumer:9000", "scheme must be http, https or unix, not 'ftp'"),
+])
+def test_an_unparsable_consumer_address_is_a_usage_error_naming_the_consumer_flag(
+        path: str, address: str, reason: str, tmp_path: Path, state_home: Path) -> None:
+    env = {**isolated_env(state_home), "BROKER_ADDRESS": "http://127.0.0.1:1"}
+    proc = gazctl(*_args(path, tmp_path), "--consumer.address", address, env=env)
+
+    assert proc.stderr.decode() == (f"error: invalid input: --consumer.address: {address!r} "
+                                    f"is not an endpoint URL: {reason}\n")
+    assert (proc.returncode, proc.stdout) == (2, b"")
+
+
+@pytest.mark.parametrize("side", ["broker", "consumer"])
+def test_auth_keys_that_are_not_base64_are_a_usage_error(side: str, state_home: Path) -> None:
+    env = {**isolated_env(state_home), "BROKER_ADDRESS": "http://127.0.0.1:1",
+           "CONSUMER_ADDRESS": "http://127.0.0.1:1"}
+    proc = gazctl("shards", "list", f"--{side}.auth-keys", "%%%", env=env)
+
+    assert proc.stderr.decode() == (f"error: invalid input: --{side}.auth-keys: auth key at "
+                                    "index 0 is not valid base64: Only base64 data is allowed\n")
+    assert proc.returncode == 2
