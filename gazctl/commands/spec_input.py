@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from gazctl.input_files import read_bounded, read_file
 from gazctl.usage import UsageError
 
 MaxTxnSize = typer.Option(0, "--max-txn-size", min=0,
@@ -25,10 +26,10 @@ def DryRun(noun: str) -> Any:
 
 
 def read_specs(path: str) -> str:
-    """The text of `--specs`: the file, or stdin for -."""
+    """The text of `--specs`: the file, or stdin for - (UTF-8, within MAX_INPUT_BYTES)."""
     if path == "-":
-        return sys.stdin.read()
+        return read_bounded(sys.stdin.buffer, "--specs", "stdin")
     try:
-        return Path(path).read_text()
+        return read_file(Path(path), "--specs")
     except OSError as exc:
         raise UsageError("--specs", f"cannot read {path!r}: {exc.strerror}") from None
