@@ -250,3 +250,21 @@ def dialing_commands() -> dict[str, set[str]]:
     return {path: {p.name for p in command.params if p.name}
             for path, command in command_tree().items()
             if any(p.name == "broker" for p in command.params)}
+
+
+GARBAGE = bytes(range(0x80, 0x100)) * 4  # not UTF-8 from its first byte
+
+
+def garbage_editor(directory: Path) -> str:
+    """A $GAZ_EDITOR command that overwrites the file it is given with binary bytes."""
+    program = directory / "garbage_editor.py"
+    program.write_text("import sys\nfrom pathlib import Path\n"
+                       f"Path(sys.argv[-1]).write_bytes({GARBAGE!r})\n")
+    return f"{sys.executable} {program}"
+
+
+def saved_edit(err: str) -> Path:
+    """The file an edit's error line says the last edits were saved to."""
+    line = one_error_line(err)
+    assert line.endswith(")") and "(last edits saved to " in line, line
+    return Path(line[:-1].rsplit("(last edits saved to ", 1)[1])

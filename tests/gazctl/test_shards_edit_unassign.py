@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -31,7 +32,15 @@ from tests.gazctl.shards_support import (
     shards,
     wait_primaries,
 )
-from tests.gazctl.support import ok, one_error_line, run_main
+from tests.gazctl.support import (
+    GARBAGE,
+    garbage_editor,
+    gazctl,
+    ok,
+    one_error_line,
+    run_main,
+    saved_edit,
+)
 
 EDITOR = """\
 import json, subprocess, sys
@@ -236,3 +245,20 @@ def _assignments(stack: Stack, shard: str) -> dict[str, tuple[int, cpb.ReplicaSt
         int(kv["create_revision"]),
         cpb.ReplicaStatus.FromString(base64.b64decode(kv.get("value", ""))))
         for kv in kvs}
+
+
+def test_binary_garbage_from_the_editor_is_one_line_and_keeps_the_file(
+        stack: Stack, tmp_path: Path) -> None:
+    before = shards(stack, "id=chunks-part-002")[0].mod_revision
+    env = {**os.environ, "GAZ_EDITOR": garbage_editor(tmp_path)}
+    proc = gazctl("shards", "edit", "-l", "id=chunks-part-002", env=env)
+
+    err = proc.stderr.decode()
+    assert one_error_line(err).startswith(
+        "error: invalid input: the edited file is not UTF-8 text: byte 0x80 at line 1, "
+        "offset 0 (last edits saved to "), err
+    assert proc.returncode == 1
+    saved = saved_edit(err)
+    assert saved.read_bytes() == GARBAGE
+    saved.unlink()
+    assert shards(stack, "id=chunks-part-002")[0].mod_revision == before
