@@ -24,7 +24,7 @@ import typer
 from google.protobuf import text_format
 from rich.live import Live
 
-from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.commands.selection import NoMatchError, label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
 from gazctl.render import json_line, message_dict, stderr, stdout, table, table_of
@@ -86,7 +86,7 @@ def list_shards_cmd(
     selector matches no shard (--watch waits for some instead).
     """
     sel = selector_of(selector)
-    options = Options(output, primary, replicas, rf, lag, label_columns)
+    options = Options(output, primary, replicas, rf, lag, label_columns_of(label_columns))
     if watch:
         run_shards(consumer, lambda c: _watch(c, sel, options), timeout,
                    broker=broker, with_broker=lag)

@@ -74,3 +74,33 @@ def test_auth_keys_that_are_not_base64_are_a_usage_error(side: str, state_home: 
     assert proc.stderr.decode() == (f"error: invalid input: --{side}.auth-keys: auth key at "
                                     "index 0 is not valid base64: Only base64 data is allowed\n")
     assert proc.returncode == 2
+
+
+CLOSED = {"BROKER_ADDRESS": "http://127.0.0.1:1", "CONSUMER_ADDRESS": "http://127.0.0.1:1"}
+
+
+@pytest.mark.parametrize("shard, reason", [
+    ("bad id", 'invalid character " " at index 3 of "bad id" (allowed: letters, numbers and '
+               "-_+/.)"),
+    ("ab", 'invalid length of "ab": expected 4 <= length <= 512 bytes (got 2)'),
+])
+def test_recover_checks_the_shard_id_as_consumers_do_before_asking_them(
+        shard: str, reason: str, tmp_path: Path, state_home: Path) -> None:
+    # The consumer address is a closed port: had gazctl asked, it would say it cannot reach it.
+    proc = gazctl("shards", "recover", "--id", shard, "-d", str(tmp_path / "out"),
+                  env={**isolated_env(state_home), **CLOSED})
+
+    assert proc.stderr.decode() == f"error: invalid input: --id: shard id {shard!r}: {reason}\n"
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("group", ["journals", "shards"])
+def test_label_columns_are_checked_as_label_names(group: str, state_home: Path) -> None:
+    proc = gazctl(group, "list", "-L", "app", "-L", "bad label",
+                  env={**isolated_env(state_home), **CLOSED})
+
+    assert proc.stderr.decode() == (
+        "error: invalid input: --label-columns: label 'bad label': invalid character \" \" at "
+        "index 3 of \"bad label\" (allowed: letters, numbers and -_+/.)\n")
+    assert (proc.returncode, proc.stdout) == (2, b"")
