@@ -12,7 +12,9 @@ from gazctl.input_files import read_bounded, read_file
 from gazctl.usage import UsageError
 
 MaxTxnSize = typer.Option(0, "--max-txn-size", min=0,
-                          help="Most changes per Etcd transaction (0: no limit).")
+                          help="Most changes per Etcd transaction; 0 (the default): as few "
+                               "transactions as fit Etcd's default limit of 128 operations, "
+                               "one when all changes fit.")
 
 
 def SpecsFile(noun: str) -> Any:
