@@ -263,8 +263,14 @@ def garbage_editor(directory: Path) -> str:
     return f"{sys.executable} {program}"
 
 
-def saved_edit(err: str) -> Path:
-    """The file an edit's error line says the last edits were saved to."""
+def assert_garbage_kept(proc: subprocess.CompletedProcess[bytes]) -> None:
+    """An edit given `garbage_editor` failed in one line naming the file it kept the bytes in,
+    and that file holds them (it is removed here)."""
+    err = proc.stderr.decode()
     line = one_error_line(err)
-    assert line.endswith(")") and "(last edits saved to " in line, line
-    return Path(line[:-1].rsplit("(last edits saved to ", 1)[1])
+    assert line.startswith("error: invalid input: the edited file is not UTF-8 text: byte 0x80 "
+                           "at line 1, offset 0 (last edits saved to ") and line.endswith(")"), err
+    assert proc.returncode == 1
+    saved = Path(line[:-1].rsplit("(last edits saved to ", 1)[1])
+    assert saved.read_bytes() == GARBAGE
+    saved.unlink()
