@@ -104,3 +104,16 @@ def test_label_columns_are_checked_as_label_names(group: str, state_home: Path) 
         "error: invalid input: --label-columns: label 'bad label': invalid character \" \" at "
         "index 3 of \"bad label\" (allowed: letters, numbers and -_+/.)\n")
     assert (proc.returncode, proc.stdout) == (2, b"")
+
+
+@pytest.mark.parametrize("prefix, reason", [
+    ("probe", '"probe" must end in "/"'),
+    ("../up/", '"../up/" must not escape the store prefix'),
+])
+def test_store_health_checks_the_delete_prefix_as_brokers_do_before_asking_them(
+        prefix: str, reason: str, state_home: Path) -> None:
+    proc = gazctl("journals", "store-health", "file:///", "--check-delete-prefix", prefix,
+                  env={**isolated_env(state_home), **CLOSED})
+
+    assert proc.stderr.decode() == f"error: invalid input: --check-delete-prefix: {reason}\n"
+    assert (proc.returncode, proc.stdout) == (2, b"")
