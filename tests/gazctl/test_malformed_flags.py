@@ -117,3 +117,19 @@ def test_store_health_checks_the_delete_prefix_as_brokers_do_before_asking_them(
 
     assert proc.stderr.decode() == f"error: invalid input: --check-delete-prefix: {reason}\n"
     assert (proc.returncode, proc.stdout) == (2, b"")
+
+
+@pytest.mark.parametrize("section, flag", [("journals.Broker", "--broker.address"),
+                                           ("shards.Consumer", "--consumer.address")])
+def test_an_unparsable_address_in_gazctl_ini_is_a_usage_error_naming_the_file(
+        section: str, flag: str, tmp_path: Path, state_home: Path) -> None:
+    ini = tmp_path / "gazette" / "gazctl.ini"
+    ini.parent.mkdir()
+    ini.write_text(f"[{section}]\nAddress = http://[::1\n")
+    env = {k: v for k, v in isolated_env(state_home).items() if k != "CONSUMER_ADDRESS"}
+    group = section.split(".")[0]
+    proc = gazctl(group, "list", env={**env, "XDG_CONFIG_HOME": str(tmp_path)})
+
+    assert proc.stderr.decode() == (f"error: invalid input: {flag} (from {ini}): 'http://[::1' "
+                                    "is not an endpoint URL: Invalid IPv6 URL\n")
+    assert (proc.returncode, proc.stdout) == (2, b"")
