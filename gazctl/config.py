@@ -25,6 +25,7 @@ from gazctl.timeflags import parse_duration
 from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import (
     close_channels,
+    endpoint_problem,
     journal_stub,
     split_addresses,
     use_client_config,
@@ -83,13 +84,22 @@ def broker_address(flag: str | None) -> str:
 
 def broker_addresses(flag: str | None) -> list[str]:
     """Every endpoint of the broker address, in order (see `gazctl.endpoints`)."""
-    return endpoints_of("--broker.address", resolve_address(flag)[0])
+    return endpoints_of("--broker.address", *resolve_address(flag))
 
 
-def endpoints_of(option: str, text: str) -> list[str]:
-    """The endpoints of an address `option` gave, which must list one at least."""
+def endpoints_of(option: str, text: str, source: str = "") -> list[str]:
+    """The endpoints of an address `option` (or the file `source`) gave, at least one.
+
+    Each is checked here, before anything is dialed, so a malformed one is a
+    usage error naming `option` (a consumer's address is not a broker's).
+    """
+    if source.endswith(".ini"):
+        option = f"{option} (from {source})"
     if not (targets := split_addresses(text)):
         raise UsageError(option, f"expected an endpoint URL, got {text!r}")
+    for target in targets:
+        if (problem := endpoint_problem(target)) is not None:
+            raise UsageError(option, f"{target!r} is not an endpoint URL: {problem}")
     return targets
 
 
@@ -119,7 +129,7 @@ def run(address: str | None, body: Callable[[JournalAsyncStub], Awaitable[T]],
     (`gazctl.endpoints`). Once connected, `body` takes as long as its work does.
     """
     text, source = resolve_address(address)
-    targets = endpoints_of("--broker.address", text)
+    targets = endpoints_of("--broker.address", text, source)
     limit = connect_timeout(timeout)
     config = client_config()  # TLS files and authorization (gazctl.connection)
 

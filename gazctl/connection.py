@@ -23,8 +23,9 @@ from contextvars import ContextVar
 
 from gazctl.ini import IniFile
 from gazctl.ini import load as load_ini
+from gazctl.usage import UsageError
 from gazette_core.broker.client.channel import ClientConfig
-from gazette_core.errors import GazetteError, ValidationError
+from gazette_core.errors import GazetteError
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
 
@@ -129,7 +130,7 @@ def client_config(side: str = "broker") -> ClientConfig:
     try:
         call_auth = CallAuth.from_settings(values["auth_keys"], values["auth_token"])
     except GazetteError as exc:
-        raise ValidationError(f"--{side}.auth-keys", str(exc)) from None
+        raise UsageError(f"--{side}.auth-keys", str(exc)) from None
     log.debug("%s calls carry %s", side, _authorization(side, call_auth))
     return ClientConfig(tls=tls, auth=call_auth)
 

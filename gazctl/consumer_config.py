@@ -96,9 +96,10 @@ def run_shards(consumer: str | None, body: Callable[[Clients], Awaitable[T]],
     is a clear error naming it, as in `gazctl.config.run`.
     """
     text, source = resolve_consumer_address(consumer)
-    consumers = endpoints_of("--consumer.address", text)
+    consumers = endpoints_of("--consumer.address", text, source)
     broker_text, broker_source = resolve_address(broker) if with_broker else ("", "")
-    brokers = endpoints_of("--broker.address", broker_text) if with_broker else []
+    brokers = (endpoints_of("--broker.address", broker_text, broker_source) if with_broker
+               else [])
     limit = connect_timeout(timeout)
     shard_config, broker_config = client_config("consumer"), client_config("broker")
 

@@ -29,7 +29,7 @@ from typer._click.core import ParameterSource
 from typer._click.globals import get_current_context
 
 from gazctl import logs
-from gazctl.config import BrokerAddress, Timeout
+from gazctl.config import BrokerAddress, Timeout, endpoints_of
 from gazctl.connection import ALL_SETTINGS, BASE_SETTINGS, GROUPS, remember, setting
 from gazctl.consumer_config import ConsumerAddress
 from gazctl.usage import UsageError
@@ -117,6 +117,11 @@ def with_group_options(command: Callable[..., Any], group: str) -> Callable[...,
         kwargs.update((name, values[name]) for name in own)
         remember({name: _text(values[name]) for name in names if name in ALL_SETTINGS})
         logs.configure(_checked("log_level", logs.LEVELS), _checked("log_format", logs.FORMATS))
+        for side in SIDES[group]:
+            # Whether or not this command dials that side, a malformed address given to
+            # it is refused before anything is read or sent.
+            if values[side]:
+                endpoints_of(f"--{side}.address", values[side])
         return command(*args, **kwargs)
 
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]

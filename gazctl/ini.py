@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gazctl import logs
+from gazctl.input_files import read_file
 from gazette_core.errors import ValidationError
 
 FILE_NAME = "gazctl.ini"
@@ -124,7 +125,9 @@ def _parse(path: Path, _mtime_ns: int, _size: int) -> IniFile:
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=(";", "#"))
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     try:
-        parser.read(path)
+        parser.read_string(read_file(path, ""), str(path))
+    except OSError as exc:
+        raise ValidationError(str(path), f"cannot read: {exc.strerror}") from None
     except configparser.Error as exc:
         raise ValidationError(str(path), f"invalid INI file: {exc.message}") from None
     ini = IniFile(path)

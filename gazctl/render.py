@@ -24,7 +24,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 from typer._click import exceptions as click  # Typer ships its own copy of click.
 
 from gazette_core.consumer.api_errors import ShardStatusError
@@ -74,15 +75,15 @@ def print_usage_error(exc: click.UsageError) -> None:
                         highlight=False, markup=True)
 
 
-def table_of(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
-    """A plain table (header row, no box, so it greps well)."""
+def table_of(columns: Sequence[str | Column], rows: Iterable[Sequence[str | Text]]) -> Table:
+    """A plain table (header row, no box, so it greps well); str cells are not markup."""
     t = Table(*columns, box=None, header_style="bold", pad_edge=False)
     for row in rows:
-        t.add_row(*(escape(cell) for cell in row))
+        t.add_row(*(escape(cell) if isinstance(cell, str) else cell for cell in row))
     return t
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+def table(columns: Sequence[str | Column], rows: Iterable[Sequence[str | Text]]) -> None:
     """Print a plain table to stdout."""
     t = table_of(columns, rows)
     if stdout.is_terminal:

@@ -2,7 +2,10 @@
 
 Shared by journals and shards: a `Space` says how to name, list and apply
 the specs of one kind. Each transaction of at most `--max-txn-size` changes
-succeeds or fails whole; a failure leaves the earlier ones applied. A refused
+succeeds or fails whole; a failure leaves the earlier ones applied. With
+`--max-txn-size 0` (the default) changes go in as few transactions as fit
+Etcd's default limit of ETCD_MAX_TXN_OPS operations and compares each: one,
+and so atomic, when they all fit, as Go's gazctl sends them. A refused
 transaction (ETCD_TRANSACTION_FAILED: some expected revision was not current)
 is explained by listing its specs again and naming each one whose revision
 differs, with both revisions; with several transactions the error also names
@@ -20,6 +23,9 @@ from gazette_core.errors import GazetteError
 Change = Any
 # One listed spec (journals' or shards' ListResponse entry): `spec` and `mod_revision`.
 Listed = Any
+# Etcd's default --max-txn-ops: the most operations, and the most compares, it takes in
+# one transaction; a larger one is refused with "too many operations in txn request".
+ETCD_MAX_TXN_OPS = 128
 
 
 class Space(Protocol):
@@ -29,6 +35,10 @@ class Space(Protocol):
     revision_hint: str
 
     def change_name(self, change: Change) -> str: ...
+
+    def txn_ops(self, change: Change) -> int:
+        """The Etcd operations the server's transaction spends on `change`."""
+        ...
 
     async def current(self, names: list[str]) -> dict[str, Listed]:
         """The listed specs of `names` the cluster has now, by name."""
@@ -62,9 +72,9 @@ def is_partial(exc: BaseException) -> bool:
 
 
 async def apply_in_transactions(space: Space, changes: list[Change], max_txn_size: int) -> int:
-    """Apply in transactions of at most `max_txn_size` changes (0: one); the last revision."""
-    size = max_txn_size or len(changes)
-    txns = [changes[start:start + size] for start in range(0, len(changes), size)]
+    """Apply in transactions of at most `max_txn_size` changes (0: as few as fit Etcd's
+    limit); the revision of the last."""
+    txns = split(space, changes, max_txn_size)
     revision = 0
     for index, txn in enumerate(txns):
         try:
@@ -78,6 +88,24 @@ async def apply_in_transactions(space: Space, changes: list[Change], max_txn_siz
                 raise
             raise PartialApply(f"{exc}; {done}") from exc
     return revision
+
+
+def split(space: Space, changes: list[Change], max_txn_size: int) -> list[list[Change]]:
+    """`changes` in consecutive transactions: `max_txn_size` changes each, or with 0 as
+    many as keep each within ETCD_MAX_TXN_OPS operations and compares."""
+    if max_txn_size:
+        return [changes[start:start + max_txn_size]
+                for start in range(0, len(changes), max_txn_size)]
+    txns: list[list[Change]] = []
+    ops = compares = 0
+    for change in changes:
+        cost, guard = space.txn_ops(change), int(change.expect_mod_revision != -1)
+        if not txns or ops + cost > ETCD_MAX_TXN_OPS or compares + guard > ETCD_MAX_TXN_OPS:
+            txns.append([])
+            ops = compares = 0
+        txns[-1].append(change)
+        ops, compares = ops + cost, compares + guard
+    return txns
 
 
 async def _refused(space: Space, txn: list[Change], where: str, done: str,

@@ -13,7 +13,7 @@ import typer
 from google.protobuf import text_format
 from rich.live import Live
 
-from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.commands.selection import NoMatchError, label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
 from gazctl.render import json_line, message_dict, stdout, table, table_of
 from gazette_core.broker.client.journals import list_journals, watch_journals
@@ -58,7 +58,7 @@ def list_journals_cmd(
     Exits 3 when the selector matches no journal (--watch waits for some instead).
     """
     sel = selector_of(selector)
-    options: Options = (output, primary, replicas, rf, stores, label_columns)
+    options: Options = (output, primary, replicas, rf, stores, label_columns_of(label_columns))
     if watch:
         run(broker, lambda stub: _watch(stub, sel, options), timeout)
         return

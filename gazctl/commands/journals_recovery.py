@@ -18,13 +18,14 @@ import typer
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
 from gazctl.render import JournalProgress, journal_progress, stderr, stdout
+from gazctl.usage import UsageError
 from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.suspend_ext import fully_suspended
-from gazette_core.broker.protocol.validate_ext import validate_store_url
-from gazette_core.errors import AppendError, GazetteError, StatusError
+from gazette_core.broker.protocol.validate_ext import validate_fragment_store_health_request
+from gazette_core.errors import AppendError, GazetteError, StatusError, ValidationError
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -83,10 +84,10 @@ def store_health(
     timeout: str = Timeout,
 ) -> None:
     """Check a fragment store through a broker, with the broker's own credentials."""
-    validate_store_url(store)
     req = pb.FragmentStoreHealthRequest(fragment_store=store,
                                         check_delete=check_delete_prefix is not None,
                                         check_delete_prefix=check_delete_prefix or "")
+    _check_health_request(req)
 
     async def body(stub: JournalAsyncStub) -> pb.FragmentStoreHealthResponse:
         try:
@@ -102,3 +103,12 @@ def store_health(
     detail = f": {resp.store_health_error}" if resp.store_health_error else ""
     raise GazetteError(f"fragment store {store} is not healthy "
                        f"({pb.Status.Name(resp.status)}){detail}")
+
+
+def _check_health_request(req: pb.FragmentStoreHealthRequest) -> None:
+    """Check the request as brokers do, so that a bad argument is a usage error sent nowhere."""
+    try:
+        validate_fragment_store_health_request(req)
+    except ValidationError as exc:
+        flag = "--check-delete-prefix" if exc.path == "check_delete_prefix" else "STORE"
+        raise UsageError(flag, exc.reason) from None

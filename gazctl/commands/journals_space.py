@@ -38,6 +38,9 @@ class JournalSpace:
     def change_name(self, change: pb.ApplyRequest.Change) -> str:
         return change.upsert.name if change.HasField("upsert") else change.delete
 
+    def txn_ops(self, change: pb.ApplyRequest.Change) -> int:
+        return 1  # the broker puts or deletes the journal's key
+
     async def current(self, names: list[str]) -> dict[str, pb.ListResponse.Journal]:
         if not names:
             return {}

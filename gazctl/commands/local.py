@@ -67,7 +67,8 @@ def env(directory: str | None = Dir) -> None:
     """Print `export` lines pointing gazctl and clients at the stack.
 
     BROKER_ADDRESS lists every broker and CONSUMER_ADDRESS every consumer; gazctl
-    and the client library dial the first live one.
+    and the client library dial the first live one. A stack started with
+    --auth-keys also gets BROKER_AUTH_KEYS and CONSUMER_AUTH_KEYS.
     """
     stack = _load(directory)
     # Every process: a live one is dialed, so killing one leaves the rest usable.
@@ -78,7 +79,9 @@ def env(directory: str | None = Dir) -> None:
     # The brokers' --broker.file-root, for commands that reach file:// stores themselves.
     stdout.out(f"export BROKER_FILE_ROOT={shlex.quote(str(stack.directory / 'fragments'))}")
     if stack.auth_keys:
-        stdout.out(f"export BROKER_AUTH_KEYS={shlex.quote(stack.auth_keys)}")
+        # The consumers verify the same keys, and `gazctl shards` signs with CONSUMER_*'s.
+        for side in ("BROKER", "CONSUMER"):
+            stdout.out(f"export {side}_AUTH_KEYS={shlex.quote(stack.auth_keys)}")
     if stack.s3_store is not None:
         # The URL holds "?": quoted, so no shell takes it for a glob.
         stdout.out(f"export GAZETTE_S3_STORE={shlex.quote(stack.s3_store)}")

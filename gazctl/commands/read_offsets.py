@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from gazctl.input_files import read_file
 from gazctl.usage import UsageError
 from gazette_core.errors import GazetteError, ValidationError
 
@@ -33,7 +34,7 @@ def load_offsets(path: str) -> dict[str, int]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_file(Path(path), "--offsets"))
     except OSError as exc:
         raise UsageError("--offsets", f"cannot read {path!r}: {exc.strerror} "
                          "(create it containing {} to start from scratch)") from None

@@ -8,6 +8,8 @@ from gazctl.usage import NOTHING, UsageError
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector
+from gazette_core.broker.protocol.labelset_ext import MAX_NAME_LEN, MIN_NAME_LEN
+from gazette_core.broker.protocol.names_ext import validate_token
 from gazette_core.errors import GazetteError, ValidationError
 
 if TYPE_CHECKING:
@@ -34,6 +36,16 @@ def selector_of(text: str) -> pb.LabelSelector:
         return parse_selector(text)
     except ValidationError as exc:
         raise UsageError("--selector", exc.reason) from None
+
+
+def label_columns_of(names: list[str]) -> list[str]:
+    """The `-L` label names, each checked as a label name is (a bad one can match nothing)."""
+    for name in names:
+        try:
+            validate_token(name, MIN_NAME_LEN, MAX_NAME_LEN, "")
+        except ValidationError as exc:
+            raise UsageError("--label-columns", f"label {name!r}: {exc.reason}") from None
+    return names
 
 
 def require_selector(text: str, example: str = "name=acme/clicks") -> pb.LabelSelector:

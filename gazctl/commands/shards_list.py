@@ -23,8 +23,10 @@ from dataclasses import dataclass
 import typer
 from google.protobuf import text_format
 from rich.live import Live
+from rich.table import Column
+from rich.text import Text
 
-from gazctl.commands.selection import NoMatchError, selector_of
+from gazctl.commands.selection import NoMatchError, label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
 from gazctl.render import json_line, message_dict, stderr, stdout, table, table_of
@@ -86,7 +88,7 @@ def list_shards_cmd(
     selector matches no shard (--watch waits for some instead).
     """
     sel = selector_of(selector)
-    options = Options(output, primary, replicas, rf, lag, label_columns)
+    options = Options(output, primary, replicas, rf, lag, label_columns_of(label_columns))
     if watch:
         run_shards(consumer, lambda c: _watch(c, sel, options), timeout,
                    broker=broker, with_broker=lag)
@@ -179,17 +181,32 @@ def _code(code: int) -> str:
 
 
 def _table(resp: cpb.ListResponse, lags: Lags, options: Options
-           ) -> tuple[list[str], list[list[str]]]:
-    cols = ["ID", "Status", *(["RF"] if options.rf else []),
+           ) -> tuple[list[str | Column], list[list[str | Text]]]:
+    cols: list[str | Column] = ["ID", "Status", *(["RF"] if options.rf else []),
             *(["Primary"] if options.primary else []),
             *(["Replicas"] if options.replicas else []), *options.label_columns,
             *(["Lag"] if options.lag else [])]
-    rows = [_row(s, lags, options) for s in resp.shards]
+    rows: list[list[str | Text]] = [[*_row(s, lags, options)] for s in resp.shards]
     if options.lag:
         # Unknown lags are at least 0, so with some the total is a lower bound.
         total = (">=" if lags.unknown else "") + str(lags.total())
         rows.append(["total", "", *[""] * (len(cols) - 3), total])
-    return cols, rows
+    errors = [first_error(s) for s in resp.shards]
+    if not any(errors):
+        return cols, rows
+    # Last, and the only column a terminal too narrow for the table narrows: each error is
+    # cut there, and the rest of its row stays whole. Piped, it is whole.
+    cols = [*(Column(str(col), no_wrap=True) for col in cols), Column("Error")]
+    cells = [Text(error, no_wrap=True, overflow="ellipsis") for error in errors]
+    return cols, [[*row, cell] for row, cell in zip(rows, [*cells, Text()], strict=False)]
+
+
+def first_error(shard: cpb.ListResponse.Shard) -> str:
+    """The first line of the first error a FAILED replica of `shard` reported, else ""."""
+    for status in shard.status:
+        if status.code == cpb.ReplicaStatus.FAILED and status.errors:
+            return status.errors[0].strip().split("\n", 1)[0]
+    return ""
 
 
 def _member(shard: cpb.ListResponse.Shard, index: int) -> str:

@@ -26,11 +26,11 @@ from gazctl.usage import NothingDone, UsageError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.client import get_hints, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
+from gazette_core.consumer.protocol.shard_spec_ext import recovery_log, validate_shard_id
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.player import Player
 from gazette_core.consumer.recoverylog.progress_bar import play_with_progress
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, ValidationError
 
 SLOT = re.compile(r"primary|backup\.(\d+)")
 
@@ -63,6 +63,14 @@ class Recovered:
                 "directory": self.directory,
                 "files": [{"path": p, "bytes": n} for p, n in self.files],
                 "bytes": sum(n for _, n in self.files)}
+
+
+def check_id(shard: str) -> None:
+    """`--id` is checked as the consumers check shard ids, before anything is asked."""
+    try:
+        validate_shard_id(shard, "")
+    except ValidationError as exc:
+        raise UsageError("--id", f"shard id {shard!r}: {exc.reason}") from None
 
 
 def check_slot(text: str) -> str:
@@ -155,9 +163,10 @@ def recover(
     Hints come from the consumer, the log from the brokers; playback reads the
     hinted segments up to the log's write head, with a progress bar (bytes, rate,
     ETA) on a terminal. Exit codes: 0 done, 1 error (no hints in the chosen slot,
-    playback failed: the directory is then removed), 2 usage error (a bad --hints,
-    a non-empty --dir), 3 no shard has the id.
+    playback failed: the directory is then removed), 2 usage error (a bad --id or
+    --hints, a non-empty --dir), 3 no shard has the id.
     """
+    check_id(shard)
     slot = check_slot(hints)
     check_directory(directory)
     got = run_shards(consumer, lambda clients: recover_into(clients, shard, slot, directory),

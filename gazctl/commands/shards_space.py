@@ -52,6 +52,10 @@ class ShardSpace:
     def change_name(self, change: cpb.ApplyRequest.Change) -> str:
         return change.upsert.id if change.HasField("upsert") else change.delete
 
+    def txn_ops(self, change: cpb.ApplyRequest.Change) -> int:
+        # The consumer puts or deletes the shard's key, and puts primary_hints beside it.
+        return 2 if change.HasField("upsert") and change.HasField("primary_hints") else 1
+
     async def current(self, names: list[str]) -> dict[str, cpb.ListResponse.Shard]:
         if not names:
             return {}

@@ -8,10 +8,13 @@ from typing import Any
 
 import typer
 
+from gazctl.input_files import read_bounded, read_file
 from gazctl.usage import UsageError
 
 MaxTxnSize = typer.Option(0, "--max-txn-size", min=0,
-                          help="Most changes per Etcd transaction (0: no limit).")
+                          help="Most changes per Etcd transaction; 0 (the default): as few "
+                               "transactions as fit Etcd's default limit of 128 operations, "
+                               "one when all changes fit.")
 
 
 def SpecsFile(noun: str) -> Any:
@@ -25,10 +28,10 @@ def DryRun(noun: str) -> Any:
 
 
 def read_specs(path: str) -> str:
-    """The text of `--specs`: the file, or stdin for -."""
+    """The text of `--specs`: the file, or stdin for - (UTF-8, within MAX_INPUT_BYTES)."""
     if path == "-":
-        return sys.stdin.read()
+        return read_bounded(sys.stdin.buffer, "--specs", "stdin")
     try:
-        return Path(path).read_text()
+        return read_file(Path(path), "--specs")
     except OSError as exc:
         raise UsageError("--specs", f"cannot read {path!r}: {exc.strerror}") from None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gazctl.commands.apply_txns import is_partial
+from gazctl.input_files import read_bounded
 from gazctl.render import stdout
 from gazette_core.consumer.api_errors import ShardStatusError
 from gazette_core.errors import GazetteError, StatusError, ValidationError
@@ -90,6 +91,12 @@ def _open_editor(path: Path, head: list[str], text: str, errors: str) -> str:
     if status != 0:
         raise GazetteError(f"editor {editor!r} exited with status {status}; "
                            f"last edits saved to {path}")
-    kept = [line for line in path.read_text().splitlines(keepends=True)
+    try:
+        with path.open("rb") as source:
+            edited = read_bounded(source, "", "the edited file")
+    except ValidationError as exc:  # not UTF-8, or too large: not text to reopen on
+        exc.hint = f"last edits saved to {path}"
+        raise
+    kept = [line for line in edited.splitlines(keepends=True)
             if not line.startswith((NOTE, WARN))]
     return "".join(kept)

@@ -250,3 +250,27 @@ def dialing_commands() -> dict[str, set[str]]:
     return {path: {p.name for p in command.params if p.name}
             for path, command in command_tree().items()
             if any(p.name == "broker" for p in command.params)}
+
+
+GARBAGE = bytes(range(0x80, 0x100)) * 4  # not UTF-8 from its first byte
+
+
+def garbage_editor(directory: Path) -> str:
+    """A $GAZ_EDITOR command that overwrites the file it is given with binary bytes."""
+    program = directory / "garbage_editor.py"
+    program.write_text("import sys\nfrom pathlib import Path\n"
+                       f"Path(sys.argv[-1]).write_bytes({GARBAGE!r})\n")
+    return f"{sys.executable} {program}"
+
+
+def assert_garbage_kept(proc: subprocess.CompletedProcess[bytes]) -> None:
+    """An edit given `garbage_editor` failed in one line naming the file it kept the bytes in,
+    and that file holds them (it is removed here)."""
+    err = proc.stderr.decode()
+    line = one_error_line(err)
+    assert line.startswith("error: invalid input: the edited file is not UTF-8 text: byte 0x80 "
+                           "at line 1, offset 0 (last edits saved to ") and line.endswith(")"), err
+    assert proc.returncode == 1
+    saved = Path(line[:-1].rsplit("(last edits saved to ", 1)[1])
+    assert saved.read_bytes() == GARBAGE
+    saved.unlink()

@@ -61,10 +61,10 @@ def test_bad_address_scheme_is_reported(state_home: Path) -> None:
     proc = gazctl("journals", "list", "--broker.address", "ftp://host",
                   env=isolated_env(state_home))
 
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.decode() == (
-        "error: invalid broker address 'ftp://host': scheme must be http, https or unix, "
-        "not 'ftp'\n")
+        "error: invalid input: --broker.address: 'ftp://host' is not an endpoint URL: "
+        "scheme must be http, https or unix, not 'ftp'\n")
 
 
 def test_error_lines_keep_bracketed_input_verbatim(state_home: Path) -> None:

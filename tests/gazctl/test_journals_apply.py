@@ -8,7 +8,7 @@ from pathlib import Path
 from google.protobuf.duration_pb2 import Duration
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from tests.gazctl.support import cli, gazctl, isolated_env, journals, ok
+from tests.gazctl.support import cli, gazctl, isolated_env, journal_set, journals, ok
 
 TREE = """\
 name: {p}/
@@ -235,3 +235,20 @@ def test_unreadable_specs_file_is_an_input_error(address: str, tmp_path: Path,
     assert proc.returncode == 2
     assert proc.stderr.decode() == (
         f"error: invalid input: --specs: cannot read '{missing}': No such file or directory\n")
+
+
+def test_200_journals_apply_by_default_in_as_few_transactions_as_etcd_takes(
+        address: str, state_home: Path) -> None:
+    # 200 changes are more than the 128 operations Etcd (at its default --max-txn-ops)
+    # takes in one transaction: --max-txn-size 0 splits them to fit, in two.
+    proc = gazctl("journals", "apply", env={**isolated_env(state_home),
+                                            "BROKER_ADDRESS": address},
+                  input=journal_set("many/", *[f"j-{i:03d}" for i in range(200)]))
+
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    revision = _applied_revision(proc.stdout.decode(), 200)
+    listed = journals(address, "prefix=many/")
+    assert len(listed) == 200
+    first, last = sorted({j.mod_revision for j in listed})
+    assert last == revision
+    assert sum(j.mod_revision == first for j in listed) == 128

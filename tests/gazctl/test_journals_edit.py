@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from tests.gazctl.support import cli, journals, ok
+from tests.gazctl.support import (
+    assert_garbage_kept,
+    cli,
+    garbage_editor,
+    gazctl,
+    isolated_env,
+    journals,
+    ok,
+)
 
 TREE = """\
 name: {p}/
@@ -167,3 +175,15 @@ def test_failing_editor_exits_1_and_keeps_the_file(address: str,
     saved = Path(message.rsplit("last edits saved to ", 1)[1])
     assert saved.suffix == ".yaml" and "name: edit/fail/" in saved.read_text()
     saved.unlink()
+
+
+def test_binary_garbage_from_the_editor_is_one_line_and_keeps_the_file(
+        address: str, tmp_path: Path, state_home: Path) -> None:
+    before = create(address, "edit/garbage")
+    env = {**isolated_env(state_home), "BROKER_ADDRESS": address,
+           "GAZ_EDITOR": garbage_editor(tmp_path)}
+    proc = gazctl("journals", "edit", "-l", "prefix=edit/garbage/", env=env)
+
+    assert_garbage_kept(proc)
+    assert {j.spec.name: j.mod_revision
+            for j in journals(address, "prefix=edit/garbage/")} == before

@@ -14,7 +14,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_name, sha1_to_sum
 from gazette_core.errors import AppendError
 from gazette_core.local.stack import Stack
-from tests.gazctl.support import cli, content, ok, with_broker
+from tests.gazctl.support import cli, content, ok, one_error_line, run_main, with_broker
 from tests.gazctl.test_journals_append_read import _append, create_journals
 
 if TYPE_CHECKING:
@@ -47,11 +47,14 @@ def test_store_health_reports_a_healthy_store(address: str) -> None:
     assert result.stdout == "Fragment store file:/// is healthy\n"
 
 
-def test_store_health_refuses_an_invalid_url(address: str) -> None:
-    result = cli("journals", "store-health", "ftp://nowhere/", "--broker.address", address)
-    assert result.exit_code == 1
-    assert str(result.exception) == ('store: invalid scheme "ftp" of "ftp://nowhere/" '
-                                     "(expected one of s3, gs, azure, azure-ad, file)")
+def test_store_health_refuses_an_invalid_url(address: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(capsys, "journals", "store-health", "ftp://nowhere/",
+                            "--broker.address", address)
+    assert code == 2
+    assert one_error_line(err) == ('error: invalid input: STORE: invalid scheme "ftp" of '
+                                   '"ftp://nowhere/" (expected one of s3, gs, azure, azure-ad, '
+                                   "file)")
 
 
 def test_reset_head_recovers_a_journal_whose_index_is_ahead_of_its_spool(

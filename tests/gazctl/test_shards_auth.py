@@ -10,7 +10,14 @@ import pytest
 from gazette_core.local import stack as local_stack
 from tests.broker.auth_support import KEYS
 from tests.gazctl.shards_support import APP
-from tests.gazctl.support import one_error_line, run_main, stop_stack
+from tests.gazctl.support import (
+    exported,
+    gazctl,
+    isolated_env,
+    one_error_line,
+    run_main,
+    stop_stack,
+)
 
 HINT = ("(set --consumer.auth-keys or --consumer.auth-token, or $CONSUMER_AUTH_KEYS or "
         "$CONSUMER_AUTH_TOKEN)")
@@ -42,3 +49,17 @@ def test_consumer_keys_authorize_consumer_calls_and_broker_keys_do_not(
     monkeypatch.setenv("CONSUMER_AUTH_KEYS", KEYS)
     code, _, err = run_main(capsys, "shards", "unassign", "-l", "id=none-here")
     assert (code, one_error_line(err)) == (3, "error: no shards match 'id=none-here'")
+
+
+def test_local_env_exports_the_consumers_keys_so_shards_commands_are_authorized(
+        stack: local_stack.Stack, state_home: Path) -> None:
+    printed = gazctl("local", "env", "--dir", str(stack.directory),
+                     env=isolated_env(state_home))
+    assert printed.returncode == 0, printed.stderr
+    env = {**isolated_env(state_home), **exported(printed.stdout.decode())}
+
+    proc = gazctl("shards", "list", env=env)
+
+    # Authorized, the consumer answers: it has no shards.
+    assert (proc.returncode, proc.stderr.decode()) == (3, "error: there are no shards\n")
+    assert env["CONSUMER_AUTH_KEYS"] == KEYS

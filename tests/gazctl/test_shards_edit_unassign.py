@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -31,7 +32,15 @@ from tests.gazctl.shards_support import (
     shards,
     wait_primaries,
 )
-from tests.gazctl.support import ok, one_error_line, run_main
+from tests.gazctl.support import (
+    assert_garbage_kept,
+    garbage_editor,
+    gazctl,
+    ok,
+    one_error_line,
+    run_main,
+)
+from tests.gazctl.terminal_support import env_for, in_terminal
 
 EDITOR = """\
 import json, subprocess, sys
@@ -189,7 +198,7 @@ def _members(stack: Stack) -> str:
 
 
 def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it(
-        stack: Stack) -> None:
+        stack: Stack, state_home: Path) -> None:
     ok("journals", "apply", input=log_journals("failing-000"))
     bogus = "  labels:\n  - name: store\n    value: bogus\n"  # the summer fails at start
     ok("shards", "apply", input=shard_yaml("failing-000", extra=bogus))
@@ -198,11 +207,20 @@ def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it
         assert time.monotonic() < deadline, "the shard never failed"
         time.sleep(0.1)
 
-    row = ok("shards", "list", "-l", "id=failing-000").stdout.splitlines()[1].split()
-    assert row == ["failing-000", "FAILED"]
     listed = json.loads(ok("shards", "list", "-l", "id=failing-000", "-o", "json").stdout)
-    errors = [e for s in listed["status"] for e in s.get("errors", [])]
-    assert any("store='bogus'" in e for e in errors), listed
+    errors = [e for s in listed["status"] if s["code"] == "FAILED" for e in s.get("errors", [])]
+    assert "store='bogus'" in errors[0], listed
+    # The table says why, in full when piped...
+    header, row = ok("shards", "list", "-l", "id=failing-000").stdout.splitlines()
+    assert header.split() == ["ID", "Status", "Error"]
+    assert row.split(None, 2) == ["failing-000", "FAILED", errors[0].splitlines()[0]]
+    # ...and cut to the width of a terminal.
+    drawn = in_terminal("shards", "list", "-l", "id=failing-000", stderr_too=True, columns=60,
+                        env={**env_for(state_home), **_addresses(), "COLUMNS": "60"})
+    lines = drawn.text.splitlines()
+    assert drawn.returncode == 0 and len(lines) == 2, drawn.text
+    assert lines[1].startswith("failing-000  FAILED  shard failing-000: label store=")
+    assert len(lines[1].rstrip()) == 60 and lines[1].rstrip().endswith("\u2026"), lines
     failed = failed_assignments(stack, "failing-000")
     assert failed
     out = ok("shards", "unassign", "-l", "id:prefix=failing-", "--failed").stdout
@@ -212,6 +230,11 @@ def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it
     # a new assignment has a new create revision).
     now = all_assignments(stack, "failing-000")
     assert not [key for key, created in failed.items() if now.get(key) == created]
+
+
+def _addresses() -> dict[str, str]:
+    """The stack's addresses, as the fixture set them for this process."""
+    return {name: os.environ[name] for name in ("BROKER_ADDRESS", "CONSUMER_ADDRESS")}
 
 
 def all_assignments(stack: Stack, shard: str) -> dict[str, int]:
@@ -236,3 +259,13 @@ def _assignments(stack: Stack, shard: str) -> dict[str, tuple[int, cpb.ReplicaSt
         int(kv["create_revision"]),
         cpb.ReplicaStatus.FromString(base64.b64decode(kv.get("value", ""))))
         for kv in kvs}
+
+
+def test_binary_garbage_from_the_editor_is_one_line_and_keeps_the_file(
+        stack: Stack, tmp_path: Path) -> None:
+    before = shards(stack, "id=chunks-part-002")[0].mod_revision
+    env = {**os.environ, "GAZ_EDITOR": garbage_editor(tmp_path)}
+    proc = gazctl("shards", "edit", "-l", "id=chunks-part-002", env=env)
+
+    assert_garbage_kept(proc)
+    assert shards(stack, "id=chunks-part-002")[0].mod_revision == before

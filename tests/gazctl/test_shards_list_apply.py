@@ -241,3 +241,25 @@ def test_every_command_dialing_consumers_takes_the_consumer_connection_options()
     assert {"--consumer.address", "--consumer.cert-file", "--consumer.cert-key-file",
             "--consumer.trusted-ca-file", "--consumer.auth-keys", "--consumer.auth-token",
             "--broker.address", "--broker.auth-token"} <= flags
+
+
+def test_200_shards_apply_by_default_in_as_few_transactions_as_etcd_takes(
+        stack: Stack) -> None:
+    # More changes than the 128 operations Etcd (at its default --max-txn-ops) takes in one
+    # transaction: --max-txn-size 0 splits them to fit, in two. Disabled, so that no
+    # consumer starts 200 replicas.
+    ids = [f"many-{i:03d}" for i in range(200)]
+    specs = "common:\n  disable: true\n  max_txn_duration: 1s\nshards:\n" + "".join(
+        f"- id: {shard}\n  sources:\n  - journal: {CHUNKS}/part-000\n  revision: 0\n"
+        for shard in ids)
+    proc = subprocess.run([*GAZCTL, "shards", "apply"], input=specs.encode(),
+                          capture_output=True, check=False, timeout=120)
+
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    out = proc.stdout.decode().splitlines()
+    assert out[-2] == "200 created, 0 changed, 0 unchanged, 0 deleted"
+    listed = shards(stack, "id:prefix=many-")
+    assert sorted(s.spec.id for s in listed) == ids
+    first, last = sorted({s.mod_revision for s in listed})
+    assert out[-1] == f"applied 200 change(s) at revision {last}"
+    assert sum(s.mod_revision == first for s in listed) == 128

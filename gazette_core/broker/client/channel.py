@@ -126,33 +126,49 @@ def grpc_target(address: str) -> str:
     return _parse(address)[0]
 
 
+def endpoint_problem(address: str) -> str | None:
+    """Why `address` is not one endpoint URL (or host:port), or None when it is."""
+    try:
+        _target(address)
+    except _Malformed as exc:
+        return str(exc)
+    return None
+
+
+class _Malformed(ValueError):
+    """The reason an endpoint is malformed (the caller names whose address it was)."""
+
+
 def _parse(address: str) -> tuple[str, bool]:
     """(grpc target, whether it needs TLS) of an endpoint URL."""
+    try:
+        return _target(address)
+    except _Malformed as exc:
+        raise GazetteError(f"invalid broker address {address!r}: {exc}") from None
+
+
+def _target(address: str) -> tuple[str, bool]:
     if "," in address:  # dial() splits lists; a grpc target names one endpoint
-        raise GazetteError(f"invalid broker address {address!r}: one endpoint is needed here, "
-                           "not a list")
+        raise _Malformed("one endpoint is needed here, not a list")
     if "://" not in address:
         if not address or address.startswith("/"):
-            raise GazetteError(f"invalid broker address {address!r}: expected host:port or a URL")
+            raise _Malformed("expected host:port or a URL")
         return address, False
-    url = urlsplit(address)
+    try:
+        url = urlsplit(address)
+        port = url.port if url.scheme in ("http", "https") else None
+    except ValueError as exc:  # an unclosed "[", a port out of range or not a number
+        raise _Malformed(str(exc)) from None
     if url.scheme in ("http", "https"):
         if not url.hostname:
-            raise GazetteError(f"invalid broker address {address!r}: missing host")
+            raise _Malformed("missing host")
         secure = url.scheme == "https"
-        try:
-            port = url.port
-        except ValueError as exc:
-            raise GazetteError(f"invalid broker address {address!r}: {exc}") from None
         return (url.netloc if port else f"{url.netloc}:{443 if secure else 80}"), secure
     if url.scheme == "unix":
         if not url.path.startswith("/"):
-            raise GazetteError(f"invalid broker address {address!r}: expected unix:///abs/path")
+            raise _Malformed("expected unix:///abs/path")
         return f"unix://{url.path}", False
-    raise GazetteError(
-        f"invalid broker address {address!r}: scheme must be http, https or unix, "
-        f"not {url.scheme!r}"
-    )
+    raise _Malformed(f"scheme must be http, https or unix, not {url.scheme!r}")
 
 
 def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:

@@ -41,6 +41,13 @@ TREE_KEYS = ("delete", "revision", "comment", "children")
 # itself runs out of Python stack a few hundred levels down.
 MAX_DEPTH = 100
 TOO_DEEP = f"YAML nested deeper than {MAX_DEPTH} levels"
+# Values (each mapping value and list item, an alias counting the values it stands for)
+# a document may hold. Far more than a few MiB of specs hold, while a "billion laughs"
+# document of a dozen lines, whose aliases of aliases stand for billions of values, is
+# refused once this many were counted instead of being walked for minutes.
+MAX_VALUES = 1 << 21
+TOO_MANY = (f"YAML document holds more than {MAX_VALUES} values once its aliases are "
+            "expanded (aliases of aliases?)")
 
 
 def _yaml() -> YAML:
@@ -73,22 +80,32 @@ def parse_yaml(text: str) -> Any:
         raise ValidationError("", f"invalid YAML{where}: {problem}") from err
     except YAMLError as err:
         raise ValidationError("", f"invalid YAML: {err}") from err
-    if data is not None and _depth(data) > MAX_DEPTH:
-        raise ValidationError("", TOO_DEEP)
+    if data is not None:
+        _check_shape(data)
     return data
 
 
-def _depth(data: Any) -> int:
-    """How deeply mappings and lists nest in `data`, found without recursion."""
-    deepest, pending = 0, [(data, 1)]
+def _check_shape(data: Any) -> None:
+    """Refuse `data` nested deeper than MAX_DEPTH or holding more than MAX_VALUES values.
+
+    Walked without recursion, and as decoding will walk it: an alias is walked
+    again each time it is used, so it counts as often.
+    """
+    pending, count = [(data, 1)], 0
     while pending:
         value, level = pending.pop()
-        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            raise ValidationError("", TOO_DEEP)
         if isinstance(value, dict):
-            pending += [(v, level + 1) for v in value.values()]
+            children = list(value.values())
         elif isinstance(value, list):
-            pending += [(v, level + 1) for v in value]
-    return deepest
+            children = value
+        else:
+            continue
+        count += len(children)
+        if count > MAX_VALUES:
+            raise ValidationError("", TOO_MANY)
+        pending += [(v, level + 1) for v in children]
 
 
 def _decode_node(data: Any, path: str, line: int | None) -> Node:

@@ -50,6 +50,9 @@ def test_grpc_target(address: str, target: str) -> None:
         ("", "invalid broker address '': expected host:port or a URL"),
         ("http://b1:80x", "invalid broker address 'http://b1:80x': Port could not be cast to "
          "integer value as '80x'"),
+        ("http://[::1", "invalid broker address 'http://[::1': Invalid IPv6 URL"),
+        ("https://[::1]:70000", "invalid broker address 'https://[::1]:70000': Port out of "
+         "range 0-65535"),
     ],
 )
 def test_grpc_target_rejects(address: str, message: str) -> None:
