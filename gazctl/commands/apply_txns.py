@@ -17,15 +17,13 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from gazette_core.errors import GazetteError
+from gazette_core.keyspace.etcd_util import MAX_TXN_OPS as ETCD_MAX_TXN_OPS
 
 # One change of an ApplyRequest (journals' or shards'): `upsert` or `delete`,
 # and `expect_mod_revision`.
 Change = Any
 # One listed spec (journals' or shards' ListResponse entry): `spec` and `mod_revision`.
 Listed = Any
-# Etcd's default --max-txn-ops: the most operations, and the most compares, it takes in
-# one transaction; a larger one is refused with "too many operations in txn request".
-ETCD_MAX_TXN_OPS = 128
 
 
 class Space(Protocol):

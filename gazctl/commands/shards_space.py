@@ -15,6 +15,7 @@ from gazctl.consumer_config import Clients
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.api_errors import EtcdTransactionFailedError
+from gazette_core.consumer.apply_limits import txn_ops
 from gazette_core.consumer.client import apply_shards, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
@@ -53,8 +54,7 @@ class ShardSpace:
         return change.upsert.id if change.HasField("upsert") else change.delete
 
     def txn_ops(self, change: cpb.ApplyRequest.Change) -> int:
-        # The consumer puts or deletes the shard's key, and puts primary_hints beside it.
-        return 2 if change.HasField("upsert") and change.HasField("primary_hints") else 1
+        return txn_ops([change])[0]
 
     async def current(self, names: list[str]) -> dict[str, cpb.ListResponse.Shard]:
         if not names:

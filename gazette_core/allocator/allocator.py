@@ -32,13 +32,12 @@ from gazette_core.allocator.planner import (
 )
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace import etcd_util
+from gazette_core.keyspace.etcd_util import MAX_TXN_OPS
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue
 from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
-# Etcd's default limit on operations per transaction.
-MAX_TXN_OPS = 128
 # Pause after an etcd error so an unreachable cluster isn't hammered.
 ERROR_DELAY = 1.0
 

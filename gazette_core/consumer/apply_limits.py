@@ -15,9 +15,8 @@ from collections.abc import Sequence
 
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.errors import ValidationError
+from gazette_core.keyspace.etcd_util import MAX_TXN_OPS as ETCD_MAX_TXN_OPS
 
-# Etcd's default --max-txn-ops: the most compares, and the most operations, of a transaction.
-ETCD_MAX_TXN_OPS = 128
 # Changes that always fit one Apply, whatever they are (two operations each at most).
 MAX_APPLY_CHANGES = ETCD_MAX_TXN_OPS // 2
 

@@ -19,6 +19,9 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import UnavailableError
 
 DEFAULT_ETCD_PORT = 2379
+# Etcd's default --max-txn-ops: the most compares, and the most operations, one
+# transaction may have; a larger one is refused with "too many operations in txn request".
+MAX_TXN_OPS = 128
 # A call to a stopped or partitioned etcd fails after this long rather than
 # hanging its caller (an Apply, an allocator round) for ever.
 CALL_TIMEOUT_S = 10.0
