@@ -103,11 +103,12 @@ def _name(fn: Callable[..., Any]) -> str:
     return str(getattr(fn, "__name__", "") or "the application")
 
 
-async def call(fn: Callable[..., Any], *args: Any, where: str = "") -> Any:
+async def call(fn: Callable[..., Any], *args: Any, where: str = "", name: str = "") -> Any:
     """Call `fn(*args)`, awaiting the result when `fn` is async.
 
-    What it raises comes out as an AppError (see the module docstring), except
-    DeferToNextTransaction, a request rather than a failure.
+    What it raises comes out as an AppError (see the module docstring) naming
+    the method (`name`, else `fn`'s own), except DeferToNextTransaction, a
+    request rather than a failure.
     """
     try:
         result = fn(*args)
@@ -119,7 +120,7 @@ async def call(fn: Callable[..., Any], *args: Any, where: str = "") -> Any:
     except BaseException as err:
         if ours(err):
             raise
-        raise AppError(_name(fn), err, where) from err
+        raise AppError(name or _name(fn), err, where) from err
 
 
 async def guarded(method: str, awaitable: Awaitable[T]) -> T:

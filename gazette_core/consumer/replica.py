@@ -238,7 +238,8 @@ class ShardReplica:
         host, shard = self.host, self.shard
         self.store = store = _checked_store(await call(host.app.new_store, shard,
                                                        self.recorder))
-        checkpoint: cpb.Checkpoint = await call(store.restore_checkpoint)
+        checkpoint: cpb.Checkpoint = await call(store.restore_checkpoint,
+                                                  name="restore_checkpoint")
         if promoted is not None and promoted.resolved.log == log_name:
             # Only now are these hints known to recover a usable store (Hard part 5).
             await hints_store.rotate_backup_hints(
@@ -282,7 +283,7 @@ class ShardReplica:
             await self._playback.cancel()
         if self.store is not None:
             try:
-                await call(self.store.destroy)
+                await call(self.store.destroy, name="destroy")
             except AppError as err:
                 log.warning("shard %s: closing its store: %s", self.shard.id, err)
         if self.recorder is not None:

@@ -5,8 +5,7 @@ fails the message, naming the field: `{"n": "five"}` for `n: int` is
 "field Num.n: expected int, got string 'five'" rather than a string in an
 int field that surfaces later (in a store's integer column, say). JSON
 null leaves a field at its default unless it is Optional, and a JSON
-number that is whole may fill a float field. The `uuid` field must hold a
-UUID (or be empty), so a malformed one fails while decoding, at its offset.
+number that is whole may fill a float field.
 
 Checked: str, int, float, bool, `X | None`, list[X], tuple[X, ...] and
 dict[str, X], nested as deep as declared. Other types (a nested dataclass,
@@ -25,7 +24,6 @@ import types
 import typing
 from collections.abc import Callable
 from typing import Any
-from uuid import UUID
 
 # Returned by a converter for a JSON null in a field that is not Optional.
 KEEP = object()
@@ -79,8 +77,6 @@ def plan(cls: type) -> Plan:
         rows = []
         for f in dataclasses.fields(cls):
             exact, convert = _converter(hints.get(f.name, Any), f"{cls.__name__}.{f.name}")
-            if f.name == "uuid" and exact is str:
-                exact, convert = _Never, _uuid_text(f"{cls.__name__}.uuid")
             rows.append((f.name, exact, convert))
         found = _PLANS[cls] = tuple(rows)
     return found
@@ -172,18 +168,3 @@ def _item(exact: type, convert: Converter, at: str, shown: str, value: Any) -> A
     if out is KEEP:
         raise _mismatch(at, shown, value)
     return out
-
-
-def _uuid_text(path: str) -> Converter:
-    def uuid_text(at: str, value: Any) -> Any:
-        if type(value) is not str:
-            if value is None:
-                return KEEP
-            raise _mismatch(path, "a UUID string", value)
-        if value:
-            try:
-                UUID(value)
-            except ValueError:
-                raise ValueError(f"field {path}: {value[:40]!r} is not a UUID") from None
-        return value
-    return uuid_text
