@@ -57,6 +57,8 @@ def _kind(value: Any) -> str:
 
 
 def _mismatch(path: str, expected: str, value: Any) -> FieldTypeError:
+    if value is None:
+        return FieldTypeError(f"field {path}: expected {expected}, got null")
     shown = repr(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     return FieldTypeError(f"field {path}: expected {expected}, got {_kind(value)} {shown}")
