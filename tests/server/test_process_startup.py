@@ -121,7 +121,7 @@ async def test_consumer_flags_that_cannot_work_are_usage_errors(
         apps: Path, etcd_server: EtcdServer, etcd: aetcd.Client, flags: tuple[str, ...],
         message: str) -> None:
     done = consumer(apps, etcd_server, *flags, app="startup_apps:NeedsArgs")
-    await assert_one_line(done, 2, f"gazette consumer: {message}", etcd=etcd)
+    await assert_one_line(done, 2, f"gazette consumer: error: {message}", etcd=etcd)
 
 
 BROKER_USAGE = [
@@ -140,8 +140,8 @@ BROKER_USAGE = [
 async def test_broker_flags_that_cannot_work_are_usage_errors(
         apps: Path, etcd_server: EtcdServer, etcd: aetcd.Client, flags: tuple[str, ...],
         message: str) -> None:
-    await assert_one_line(broker(apps, etcd_server, *flags), 2, f"gazette serve: {message}",
-                          etcd=etcd)
+    await assert_one_line(broker(apps, etcd_server, *flags), 2,
+                          f"gazette serve: error: {message}", etcd=etcd)
 
 
 @pytest.mark.parametrize(("app", "message"), [
