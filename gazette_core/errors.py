@@ -124,3 +124,9 @@ class RPCError(GazetteError):
         self.code = code
         self.details = details
         super().__init__(f"{code}: {details}" if details else code)
+
+
+def with_type(exc: BaseException) -> str:
+    """`Type: message` on one line, or the type alone for an exception without a message."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from gazette_core.server.flags import Flag, parse_flags
+from gazette_core.server import flag_checks
+from gazette_core.server.flags import Check, Flag, parse_flags
 
 
 @dataclass
@@ -112,8 +113,16 @@ POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_id
                       "store_health_sweep", "store_health_limit"})
 
 
+CHECKS: dict[str, Check] = {
+    "port": flag_checks.port, "http_port": flag_checks.port_or_none,
+    "log_level": flag_checks.log_level, "etcd_address": flag_checks.etcd_address,
+    "etcd_prefix": lambda v: flag_checks.etcd_prefix(v) if v else "must not be empty",
+    "file_root": flag_checks.directory, "spool_dir": flag_checks.directory,
+}
+
+
 def parse_args(argv: list[str]) -> BrokerConfig:
     """Parse `gazette serve` flags; each flag falls back to its environment variable."""
     # Zero would refuse every request body or spin the sweeper.
     return parse_flags("gazette serve", "Serve as a Gazette broker", FLAGS, BrokerConfig, argv,
-                       POSITIVE)
+                       POSITIVE, CHECKS)

@@ -42,6 +42,7 @@ from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server import backlog
+from gazette_core.server.listen import binding, check_bindable
 from gazette_core.server.process import quietly
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
@@ -113,9 +114,17 @@ class Broker:
         return get_store(url, self.config.file_root, self.config.file_only)
 
     async def start(self) -> None:
+        """Start everything; a start that fails half-way stops what it started, lease too."""
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, broker_decoder(self.root),
             ETCD_CONNECT_TIMEOUT_S)
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop(drain_timeout=0)
+            raise
+
+    async def _start(self) -> None:
         self.pulse = Pulse(self)
         self.resolver = Resolver(self.keyspace, self.root, self.process_id, self._new_replica,
                                  self.pulse.route_changed)
@@ -125,15 +134,18 @@ class Broker:
             options=[*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()],
             interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         add_tolerant(pb_grpc.add_JournalServicer_to_server, JournalServicer(self), self.server)
-        self.port = self.security.add_port(self.server, f"{self.config.host or '0.0.0.0'}:"
-                                                        f"{self.config.port}")
+        host = self.config.host or "0.0.0.0"
+        check_bindable("--broker.port", host, self.config.port)
+        with binding("--broker.port", f"{host}:{self.config.port}"):
+            self.port = self.security.add_port(self.server, f"{host}:{self.config.port}")
         await self.server.start()
         if self.config.http_port >= 0:
             self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
                                             header_timeout=self.config.http_header_timeout,
                                             idle_timeout=self.config.http_idle_timeout)
-            await self.http_gateway.start(self.config.host, self.config.http_port,
-                                          server_ssl_context(self.config))
+            tls = server_ssl_context(self.config)
+            with binding("--broker.http-port", f"{host}:{self.config.http_port}"):
+                await self.http_gateway.start(self.config.host, self.config.http_port, tls)
         await self._announce()
         self.keyspace.start()
         await self.keyspace.wait_for_revision(self.keyspace.revision)

@@ -5,14 +5,25 @@ whatever comes back when it is awaitable, so one app can mix both styles.
 `new_message` runs on the read path once per record, where nothing can be
 awaited: an `async def new_message` is run to completion on the spot
 (`message_factory`), so it must not actually wait for anything.
+
+Whatever an app method raises fails only its shard, never the process:
+`call` turns every exception (SystemExit,
+KeyboardInterrupt and a CancelledError of the app's own included) into an
+AppError that names the method (and, given one, where it was, such as the
+message's journal and offset) and the exception's type. Only a cancellation
+of the calling task itself goes through as it is: that is the framework
+stopping the shard.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from gazette_core.errors import GazetteError, with_type
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -67,12 +78,59 @@ class InitArgs:
     http_routes: list[Any] = field(default_factory=list)  # aiohttp RouteDefs to add
 
 
-async def call(fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
-    """Call `fn(*args)`, awaiting the result when `fn` is async."""
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        return await result  # type: ignore[no-any-return]
-    return result
+class AppError(GazetteError):
+    """An application method raised: `method`, `where` (if known) and the exception's type."""
+
+    def __init__(self, method: str, err: BaseException | str, where: str = "") -> None:
+        self.method, self.where = method, where
+        at = f" at {where}" if where else ""
+        super().__init__(f"{method}{at}: {err if isinstance(err, str) else with_type(err)}")
+
+
+def ours(err: BaseException) -> bool:
+    """Whether `err` is a cancellation of the running task, not something an app raised.
+
+    An app may raise CancelledError itself, or let one out of a future it
+    awaited that someone else cancelled; neither cancels our task.
+    """
+    if not isinstance(err, asyncio.CancelledError):
+        return False
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__name__", "") or "the application")
+
+
+async def call(fn: Callable[..., Any], *args: Any, where: str = "", name: str = "") -> Any:
+    """Call `fn(*args)`, awaiting the result when `fn` is async.
+
+    What it raises comes out as an AppError (see the module docstring) naming
+    the method (`name`, else `fn`'s own), except DeferToNextTransaction, a
+    request rather than a failure.
+    """
+    try:
+        result = fn(*args)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+    except DeferToNextTransaction:
+        raise
+    except BaseException as err:
+        if ours(err):
+            raise
+        raise AppError(name or _name(fn), err, where) from err
+
+
+async def guarded(method: str, awaitable: Awaitable[T]) -> T:
+    """Await what an app method returned (a store's commit, say) as `call` does."""
+    try:
+        return await awaitable
+    except BaseException as err:
+        if ours(err):
+            raise
+        raise AppError(method, err) from err
 
 
 async def call_optional(app: object, name: str, *args: Any) -> Any:
@@ -84,7 +142,10 @@ async def call_optional(app: object, name: str, *args: Any) -> Any:
 
 
 def message_factory(app: Any) -> Callable[[pb.JournalSpec], Any]:
-    """`app.new_message` as a plain function, whether it was written sync or async."""
+    """`app.new_message` as a plain function, whether it was written sync or async.
+
+    The reader that calls it reports what it raises with the record's journal and offset.
+    """
     new_message = app.new_message
 
     def make(spec: pb.JournalSpec) -> Any:

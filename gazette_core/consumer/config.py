@@ -9,7 +9,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from gazette_core.server.flags import Flag, parse_flags
+from gazette_core.server import flag_checks
+from gazette_core.server.flags import Check, Flag, parse_flags
 
 # Gazette's consumer groups live under this prefix, followed by the application's name.
 PREFIX_BASE = "/gazette/consumers/"
@@ -108,9 +109,15 @@ FLAGS: list[Flag] = [
 ]
 
 POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})
+CHECKS: dict[str, Check] = {
+    "port": flag_checks.port, "http_port": flag_checks.port_or_none,
+    "log_level": flag_checks.log_level, "etcd_prefix": flag_checks.etcd_prefix,
+    "etcd_address": flag_checks.etcd_address, "broker_address": flag_checks.broker_address,
+    "data_dir": flag_checks.directory,
+}
 
 
 def parse_args(argv: list[str]) -> ConsumerConfig:
     """Parse `gazette consumer` flags; each flag falls back to its environment variable."""
     return parse_flags("gazette consumer", "Run a Gazette consumer application", FLAGS,
-                       ConsumerConfig, argv, POSITIVE)
+                       ConsumerConfig, argv, POSITIVE, CHECKS)

@@ -21,6 +21,7 @@ from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servic
 from gazette_core.errors import GazetteError
 from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
+from gazette_core.server.listen import binding, check_bindable
 from gazette_core.server.tls import server_credentials
 
 if TYPE_CHECKING:
@@ -63,15 +64,19 @@ class ConsumerServer:
             self.http = web.Application()
             self.http.router.add_get("/metrics", _serve_metrics)
         address = f"{config.host or '0.0.0.0'}:{config.port}"
-        self.port = (self.grpc.add_insecure_port(address) if self.credentials is None
-                     else self.grpc.add_secure_port(address, self.credentials))
+        check_bindable("--consumer.port", config.host or "0.0.0.0", config.port)
+        with binding("--consumer.port", address):
+            self.port = (self.grpc.add_insecure_port(address) if self.credentials is None
+                         else self.grpc.add_secure_port(address, self.credentials))
         await self._init_application()
         await self.grpc.start()
         if self.http is not None:
             self._runner = web.AppRunner(self.http, access_log=None)
             await self._runner.setup()
-            site = web.TCPSite(self._runner, config.host or "0.0.0.0", config.http_port)
-            await site.start()
+            host = config.host or "0.0.0.0"
+            site = web.TCPSite(self._runner, host, config.http_port)
+            with binding("--consumer.http-port", f"{host}:{config.http_port}"):
+                await site.start()
             self.http_port = _bound_port(self._runner)
 
     async def _init_application(self) -> None:
@@ -88,10 +93,13 @@ class ConsumerServer:
             self.http.add_routes(args.http_routes)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-        if self.grpc is not None:
-            await self.grpc.stop(grace=1.0)
+        """Stop both servers; also after a start that failed half-way."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        server, self.grpc = self.grpc, None
+        if server is not None:
+            await server.stop(grace=1.0)
 
 
 async def _serve_metrics(_: web.Request) -> web.Response:

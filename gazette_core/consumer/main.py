@@ -14,7 +14,7 @@ from typing import Any
 
 from gazette_core.consumer.config import ConsumerConfig, parse_args
 from gazette_core.consumer.service import ConsumerService
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, with_type
 from gazette_core.server.process import run_process, serve_until_stopped
 
 
@@ -31,12 +31,19 @@ def load_app(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AppLoadError(f"--app {spec!r}: cannot import {module_name!r}: {exc}") from None
+    except BaseException as exc:  # the module's own code failed (SyntaxError, SystemExit...)
+        raise AppLoadError(f"--app {spec!r}: importing {module_name!r} failed: "
+                           f"{with_type(exc)}") from None
     try:
         app = getattr(module, attr)
     except AttributeError:
         raise AppLoadError(f"--app {spec!r}: module {module_name!r} has no {attr!r}") from None
     if isinstance(app, type):
-        app = app()
+        try:
+            app = app()
+        except BaseException as exc:
+            raise AppLoadError(f"--app {spec!r}: {attr}() failed: {with_type(exc)} (an "
+                               "application class is created without arguments)") from None
     missing = [m for m in ("new_store", "new_message", "consume_message", "finalize_txn")
                if not callable(getattr(app, m, None))]
     if missing:

@@ -11,6 +11,10 @@ Promotion (spec §4.7): hand-off injected as a new author, a Recorder of
 that author, `app.new_store`, `restore_checkpoint`, then (only for the
 shard's own log) the recovered hints rotated into the backup slots, then
 PRIMARY and the transaction loop.
+
+Whatever the application raises (SystemExit included: see app.py) fails
+this replica alone, with the method and place in its status; the process
+and its other shards go on.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gazette_core.consumer import hints_store
-from gazette_core.consumer.app import call
+from gazette_core.consumer.app import AppError, call, ours
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
 from gazette_core.consumer.protocol.status_ext import failed_status, merge_status
@@ -37,6 +41,7 @@ from gazette_core.consumer.recovery import (
 from gazette_core.consumer.shard import Shard, ShardStoppedError
 from gazette_core.consumer.transaction import TxnLoop
 from gazette_core.consumer.txn_hints import HintsTimer
+from gazette_core.errors import GazetteError, with_type
 from gazette_core.tasks import cancel_and_wait, wait_unwound
 
 if TYPE_CHECKING:
@@ -87,6 +92,7 @@ class ShardReplica:
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
         self._stopping = False
+        self._step = "starting"  # where a failure happened, for its status
         self._task: asyncio.Task[None] | None = None
         self._stopped: asyncio.Future[None] | None = None
         if slot_of(assignment) == 0:
@@ -177,16 +183,22 @@ class ShardReplica:
         try:
             log_name = recovery_log(self.shard.spec)
             if log_name:
+                self._step = f"playing recovery log {log_name}"
                 await self._backfill(log_name)
             else:
                 await self._set_status(cpb.ReplicaStatus(code=Code.STANDBY))
             await self._wait_promoted()
+            self._step = "becoming primary"
             await self._serve_primary(log_name)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
-            log.warning("shard %s failed: %s", self.shard.id, err, exc_info=True)
-            await self._fail(err)
+        except BaseException as err:
+            if ours(err):
+                raise
+            # Whatever the app raised, SystemExit included, fails this shard alone.
+            text = _error_text(err)
+            if not isinstance(err, GazetteError):
+                text = f"{self._step}: {text}"
+            log.warning("shard %s failed: %s", self.shard.id, text, exc_info=True)
+            await self._fail(text)
         finally:
             self._ended.set()
             self.shard.wake()
@@ -224,8 +236,10 @@ class ShardReplica:
             self.recorder = promoted.recorder
             self.shard.recovered_hints = promoted.hints
         host, shard = self.host, self.shard
-        self.store = store = await call(host.app.new_store, shard, self.recorder)
-        checkpoint = await store.restore_checkpoint()
+        self.store = store = _checked_store(await call(host.app.new_store, shard,
+                                                       self.recorder))
+        checkpoint: cpb.Checkpoint = await call(store.restore_checkpoint,
+                                                  name="restore_checkpoint")
         if promoted is not None and promoted.resolved.log == log_name:
             # Only now are these hints known to recover a usable store (Hard part 5).
             await hints_store.rotate_backup_hints(
@@ -233,6 +247,7 @@ class ShardReplica:
                 shard.assignment.create_revision)
         await self._set_status(cpb.ReplicaStatus(code=Code.PRIMARY))
         self._ready.set()
+        self._step = "running transactions"
         self.loop = TxnLoop(shard, host.app, store, host.journals, checkpoint,
                             recovery_log=log_name, hints=self._hints_timer(),
                             observe=getattr(host, "observe_txn", None))
@@ -256,9 +271,9 @@ class ShardReplica:
         self.status = merge_status(self.status, status)
         await self.host.update_status(self.shard.assignment.key, status)
 
-    async def _fail(self, err: BaseException) -> None:
+    async def _fail(self, text: str) -> None:
         try:
-            await self._set_status(failed_status(str(err) or type(err).__name__))
+            await self._set_status(failed_status(text))
         except Exception as status_err:
             log.warning("shard %s: recording its failure: %s", self.shard.id, status_err)
 
@@ -268,8 +283,8 @@ class ShardReplica:
             await self._playback.cancel()
         if self.store is not None:
             try:
-                await self.store.destroy()
-            except Exception as err:
+                await call(self.store.destroy, name="destroy")
+            except AppError as err:
                 log.warning("shard %s: closing its store: %s", self.shard.id, err)
         if self.recorder is not None:
             try:
@@ -278,6 +293,27 @@ class ShardReplica:
                 log.info("shard %s: stopping its recorder: %s", self.shard.id, err)
         if self.directory:
             await asyncio.to_thread(shutil.rmtree, self.directory, True)
+
+
+STORE_METHODS = ("restore_checkpoint", "start_commit", "destroy")
+
+
+def _checked_store(store: Any) -> Store:
+    """What new_store returned, if it is a Store; else an AppError saying what it was."""
+    if all(callable(getattr(store, m, None)) for m in STORE_METHODS):
+        return store  # type: ignore[no-any-return]
+    shown = "None" if store is None else f"a {type(store).__name__}"
+    raise AppError("new_store", f"returned {shown}, expected a Store "
+                                f"(with {', '.join(STORE_METHODS)})")
+
+
+def _error_text(err: BaseException) -> str:
+    """A shard's error as its status shows it: where it happened and the exception's type.
+
+    AppErrors and the library's own errors already say where; anything else
+    says its type, and `_fail` adds the step of the replica's life it failed in.
+    """
+    return str(err) if isinstance(err, GazetteError) else with_type(err)
 
 
 def _spec(kv: KeyValue) -> cpb.ShardSpec:

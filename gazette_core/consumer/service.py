@@ -111,9 +111,17 @@ class ConsumerService:
         return journal_stub(endpoint, self.client_config)
 
     async def start(self) -> None:
+        """Start everything; a start that fails half-way stops what it started, lease too."""
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, consumer_decoder(self.root),
             ETCD_CONNECT_TIMEOUT_S)
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop(drain_timeout=0)
+            raise
+
+    async def _start(self) -> None:
         self.resolver = ShardResolver(self.keyspace, self.root, self.process_id,
                                       self._new_replica)
         self.keyspace.observers.append(self.resolver.on_keyspace_update)

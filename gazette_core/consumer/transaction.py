@@ -31,6 +31,7 @@ from gazette_core.consumer.app import (
     DeferToNextTransaction,
     call,
     call_optional,
+    guarded,
     message_factory,
 )
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -43,6 +44,7 @@ from gazette_core.consumer.txn_commit import (
 )
 from gazette_core.consumer.txn_hints import HintsTimer
 from gazette_core.consumer.txn_reader import ReadChannel, start_offsets
+from gazette_core.errors import GazetteError, with_type
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
@@ -65,7 +67,7 @@ _SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_AL
                     QueueOutcome.ACK_ROLLBACK})
 
 
-class TxnError(Exception):
+class TxnError(GazetteError):
     """The application broke a rule of the transaction protocol."""
 
 
@@ -220,7 +222,11 @@ class TxnLoop:
         if isinstance(item, BaseException):
             raise item
         seq = self.sequencer
-        outcome = seq.queue_uncommitted(item)
+        try:
+            outcome = seq.queue_uncommitted(item)
+        except Exception as err:  # e.g. a message type whose get_uuid() cannot parse its UUID
+            raise TxnError(f"sequencing the message at {item.journal}:{item.begin}: "
+                           f"{with_type(err)}") from err
         if outcome in _COMMITS:
             if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
                 journal, begin, end = seq.replay_range()
@@ -242,7 +248,7 @@ class TxnLoop:
                 await self._begin(txn)
             try:
                 await call(self.app.consume_message, self.shard, self.store, envelope,
-                           self.publisher)
+                           self.publisher, where=f"{envelope.journal}:{envelope.begin}")
             except DeferToNextTransaction as err:
                 if txn.consumed == 0:
                     raise TxnError("consume_message deferred the first message of a "
@@ -273,7 +279,8 @@ class TxnLoop:
                 await self._prev.wait()  # Hard part 9.4.
             pending = self.appender.pending_except(self.recovery_log or None)
             wait_for = asyncio.ensure_future(_all(pending)) if pending else None
-            commit = asyncio.ensure_future(self.store.start_commit(checkpoint, wait_for))
+            commit = asyncio.ensure_future(
+                guarded("start_commit", self.store.start_commit(checkpoint, wait_for)))
         except BaseException as err:
             await call_optional(self.app, "finished_txn", self.shard, self.store, err)
             raise

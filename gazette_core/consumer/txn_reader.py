@@ -3,7 +3,8 @@
 Each source is read from max(checkpoint read_through, min_offset) by its own
 task, which puts envelopes into one bounded queue (read_channel_size) that
 the transaction loop drains. A failed read puts its error into the queue, so
-the loop fails with it in order.
+the loop fails with it in order. Nothing a reader raises, SystemExit from an
+application's decoding included, leaves its task unhandled.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from gazette_core.consumer.app import AppError, ours
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.tasks import cancel_and_wait
@@ -52,11 +54,11 @@ class ReadChannel:
             async for envelope in read_uncommitted(self._client, journal, offset,
                                                    self._new_message):
                 await self.queue.put(envelope)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
+        except BaseException as err:
+            if ours(err):
+                raise
             log.warning("reading source %r failed: %s", journal, err)
-            await self.queue.put(err)
+            await self.queue.put(err if isinstance(err, Exception) else AppError("read", err))
 
     async def stop(self) -> None:
         for task in self._tasks:

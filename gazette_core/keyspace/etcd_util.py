@@ -68,13 +68,23 @@ def _key(key: str | bytes) -> bytes:
     return key.encode() if isinstance(key, str) else key
 
 
-async def connect(endpoint: str) -> aetcd.Client:
-    """A connected client for an endpoint like "http://127.0.0.1:2379"."""
-    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+def host_port(endpoint: str) -> tuple[str, int]:
+    """The host and port of an etcd endpoint like "http://127.0.0.1:2379"; ValueError if bad."""
+    try:
+        parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        port = parts.port
+    except ValueError as exc:  # an unclosed "[", a port out of range
+        raise ValueError(f"unsupported etcd endpoint {endpoint!r} ({exc}; want "
+                         "http://host:port)") from None
     if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"unsupported etcd endpoint {endpoint!r} (want http://host:port)")
-    client = aetcd.Client(host=parts.hostname, port=parts.port or DEFAULT_ETCD_PORT,
-                          options=CHANNEL_OPTIONS)
+    return parts.hostname, port or DEFAULT_ETCD_PORT
+
+
+async def connect(endpoint: str) -> aetcd.Client:
+    """A connected client for an endpoint like "http://127.0.0.1:2379"."""
+    host, port = host_port(endpoint)
+    client = aetcd.Client(host=host, port=port, options=CHANNEL_OPTIONS)
     with reaching_etcd():
         await client.connect()
     return client

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from uuid import UUID
 
+from gazette_core.message import json_fields
+
 ZERO_UUID = UUID(int=0)
 
 
@@ -53,8 +55,9 @@ class JSONMessage:
 
     `uuid` holds the canonical 36-character form ("" until published). The
     acknowledgement is `type(self)()` with only the UUID set, so every field
-    needs a default. Override `to_json_dict`/`load_json_dict` for other
-    field names or nested types.
+    needs a default. Decoding checks each value against its field's declared
+    type and fails naming the field (json_fields.py). Override
+    `to_json_dict`/`load_json_dict` for other field names or nested types.
     """
 
     uuid: str = ""
@@ -80,10 +83,18 @@ class JSONMessage:
         return {name: getattr(self, name) for name in self._field_names()}
 
     def load_json_dict(self, doc: dict[str, Any]) -> None:
-        # Unknown keys are ignored: a newer writer may have added fields.
-        for name in self._field_names():
+        """Set the fields `doc` has, each checked against its declared type (json_fields.py).
+
+        Unknown keys are ignored: a newer writer may have added fields.
+        """
+        for name, exact, convert in json_fields.plan(type(self)):
             if name in doc:
-                setattr(self, name, doc[name])
+                value = doc[name]
+                if type(value) is not exact:
+                    value = convert("", value)
+                    if value is json_fields.KEEP:
+                        continue
+                setattr(self, name, value)
 
 
 class JSONRecord:

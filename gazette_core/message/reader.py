@@ -20,7 +20,7 @@ from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, with_type
 from gazette_core.message.framing import Framing, journal_framing
 from gazette_core.message.interfaces import Envelope, Message
 from gazette_core.message.splitter import Splitter
@@ -45,6 +45,22 @@ async def journal_spec(client: JournalClient, journal: str) -> pb.JournalSpec:
         if entry.spec.name == journal:
             return entry.spec
     raise GazetteError(f"journal {journal!r} does not exist")
+
+
+class NewMessageError(GazetteError):
+    """The caller's `new_message` raised, for the record at a journal offset."""
+
+
+def _new_message(new_message: NewMessage, spec: pb.JournalSpec, offset: int) -> Message:
+    """`new_message(spec)`; what it raises, of any kind, as a NewMessageError.
+
+    It is the caller's (an application's) code, called without awaiting: no
+    exception out of it, SystemExit included, is a cancellation of the reader.
+    """
+    try:
+        return new_message(spec)
+    except BaseException as err:
+        raise NewMessageError(f"new_message at {spec.name}:{offset}: {with_type(err)}") from err
 
 
 def _splitter(framing: Framing, journal: str, base: int) -> Splitter:
@@ -86,11 +102,15 @@ async def read_uncommitted(
                                 splitter.pending)
                 splitter = _splitter(framing, journal, start)
             for begin, record in splitter.feed_spans(chunk):
+                msg = _new_message(new_message, spec, begin)
                 try:
-                    msg = framing.unmarshal(record, new_message(spec))
+                    msg = framing.unmarshal(record, msg)
                 except (ValueError, TypeError, DecodeError) as err:
                     raise MessageDecodeError(
                         f"{journal} offset {begin}: cannot decode message: {err}") from err
+                except Exception as err:  # a message type's own decoding, failing otherwise
+                    raise MessageDecodeError(f"{journal} offset {begin}: cannot decode "
+                                             f"message: {with_type(err)}") from err
                 yield Envelope(journal, begin, begin + len(record), msg,
                                record if keep_records else b"")
     if splitter.pending:

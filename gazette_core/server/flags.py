@@ -9,20 +9,37 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 C = TypeVar("C")
 
 # (flag, field, type, environment variable, help)
 Flag = tuple[str, str, type, str, str]
+# What is wrong with a flag's value, or None when it is fine.
+Check = Callable[[Any], str | None]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
-                argv: list[str], positive: frozenset[str] = frozenset()) -> C:
-    """Parse `argv` into a `config`; fields named in `positive` must be > 0."""
+                argv: list[str], positive: frozenset[str] = frozenset(),
+                checks: dict[str, Check] | None = None) -> C:
+    """Parse `argv` into a `config`; fields named in `positive` must be > 0.
+
+    Each of `checks` (by field) vets its flag's value; a problem is a usage
+    error naming the flag and the value (exit status 2), before anything runs.
+    """
     defaults: Any = config()
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = _Parser(prog=prog, description=description)
     for flag, name, kind, env, text in flags:
         help_text = f"{text} [${env}] (default {getattr(defaults, name)!r})"
         if kind is bool:
@@ -40,6 +57,10 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
     for flag, name, *_ in flags:
         if name in positive and getattr(ns, name) <= 0:
             parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
+        check = (checks or {}).get(name)
+        problem = check(getattr(ns, name)) if check is not None else None
+        if problem is not None:
+            parser.error(f"{flag} {getattr(ns, name)!r}: {problem}")
     return config(**{f.name: getattr(ns, f.name) for f in fields(config)  # type: ignore[arg-type]
                      if hasattr(ns, f.name)})
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Coroutine
 from typing import Any, Protocol
 
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, with_type
 from gazette_core.server.statuses import describe
 
 LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
@@ -91,5 +91,9 @@ def run_process(prog: str, log_level: str, serve: Coroutine[Any, Any, None]) -> 
         return EXIT_LEASE_LOST
     except GazetteError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a failure nobody foresaw: still one line; the trace at debug
+        log.debug("%s failed", prog, exc_info=exc)
+        print(f"{prog}: {with_type(exc)} (--log.level debug shows where)", file=sys.stderr)
         return 1
     return 0

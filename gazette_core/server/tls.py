@@ -8,6 +8,7 @@ and presents its own certificate when it has one.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,35 @@ def server_credentials(cert_file: str, key_file: str, ca_file: str = ""
             raise TLSConfigError("a server CA file requires a server certificate and key")
         return None
     root = _read(ca_file, "CA file") if ca_file else None
+    _check_loads(cert_file, key_file, ca_file)
     return grpc.ssl_server_credentials([pair], root_certificates=root,
                                        require_client_auth=root is not None)
+
+
+def _check_loads(cert_file: str, key_file: str, ca_file: str) -> None:
+    """Refuse files that are not PEM, or a key that does not match its certificate.
+
+    gRPC takes any bytes here and fails only later, as it binds the port, with
+    a message about the address instead of the files.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise TLSConfigError(f"TLS certificate {cert_file!r} and key {key_file!r} do not "
+                             f"load as a PEM pair: {_ssl_reason(exc)}") from None
+    if ca_file:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise TLSConfigError(f"TLS CA file {ca_file!r} does not load as PEM "
+                                 f"certificates: {_ssl_reason(exc)}") from None
+
+
+def _ssl_reason(exc: Exception) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return "not PEM, or the key does not match the certificate"
+    return str(getattr(exc, "strerror", None) or exc)
 
 
 def client_credentials(tls: ClientTLS) -> grpc.ChannelCredentials:

@@ -1,0 +1,66 @@
+"""Checks of server flag values shared by brokers and consumers (see `parse_flags`).
+
+Each takes a flag's value and says what is wrong with it, or returns None:
+values that would otherwise be taken silently (a port wrapped modulo 65536,
+an unknown log level read as `warn`) or fail only later, deep in start-up.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gazette_core.broker.client.channel import endpoints_of
+from gazette_core.errors import GazetteError
+from gazette_core.keyspace.etcd_util import host_port
+from gazette_core.server.process import LEVELS
+
+MAX_PORT = 65535
+
+
+def port(value: int) -> str | None:
+    """A TCP port: 0 (any free one) to 65535."""
+    return None if 0 <= value <= MAX_PORT else f"not a port (0 to {MAX_PORT}; 0: any free one)"
+
+
+def port_or_none(value: int) -> str | None:
+    """A TCP port, or -1 for no server at all."""
+    if value == -1 or 0 <= value <= MAX_PORT:
+        return None
+    return f"not a port (0 to {MAX_PORT}; 0: any free one; -1: none)"
+
+
+def log_level(value: str) -> str | None:
+    if value.lower() in LEVELS:
+        return None
+    return "unknown log level (trace, debug, info, warn, error or fatal)"
+
+
+def etcd_prefix(value: str) -> str | None:
+    """Empty (a default applies) or an absolute key path."""
+    if not value or value.startswith("/"):
+        return None
+    return "an Etcd prefix must begin with '/'"
+
+
+def etcd_address(value: str) -> str | None:
+    try:
+        host_port(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def broker_address(value: str) -> str | None:
+    """One or more broker endpoints, comma-separated."""
+    try:
+        endpoints_of(value)
+    except GazetteError as exc:
+        return str(exc)
+    return None
+
+
+def directory(value: str) -> str | None:
+    """Empty (a default applies), a directory, or a path where one can be created."""
+    if value and os.path.exists(value) and not os.path.isdir(value):
+        return "exists and is not a directory"
+    return None
