@@ -219,7 +219,7 @@ def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it
                         env={**env_for(state_home), **_addresses(), "COLUMNS": "60"})
     lines = drawn.text.splitlines()
     assert drawn.returncode == 0 and len(lines) == 2, drawn.text
-    assert lines[1].startswith("failing-000  FAILED  shard failing-000: label store=")
+    assert lines[1].startswith("failing-000  FAILED  " + errors[0][:30]), lines
     assert len(lines[1].rstrip()) == 60 and lines[1].rstrip().endswith("\u2026"), lines
     failed = failed_assignments(stack, "failing-000")
     assert failed
