@@ -30,8 +30,15 @@ CALL_TIMEOUT_S = 10.0
 # alive is lost. "grpc.min_reconnect_backoff_ms" is left alone: gRPC takes it as the time a
 # connection attempt has to finish its handshake, and an etcd (or a process)
 # short of CPU can take longer than a fraction of a second to answer one.
+#
+# A keyspace is read with one Range, and a watch catching up may send many
+# events at once: either can pass gRPC's default 4 MiB limit on a received
+# message (20,000 ordinary shard specs do), and a process that cannot read its
+# keyspace cannot start. Etcd is trusted, so its answers are taken at any size
+# gRPC can carry, as Go's etcd client takes them.
 CHANNEL_OPTIONS = {"grpc.initial_reconnect_backoff_ms": 100,
-                   "grpc.max_reconnect_backoff_ms": 500}
+                   "grpc.max_reconnect_backoff_ms": 500,
+                   "grpc.max_receive_message_length": 2**31 - 1}
 # Codes meaning "etcd did not answer", as opposed to a refused request.
 _TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 _MAX_DETAIL = 200

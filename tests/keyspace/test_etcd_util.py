@@ -74,6 +74,18 @@ async def test_txn_and_get_prefix_return_headers(etcd: aetcd.Client) -> None:
     assert got.header.cluster_id == resp.header.cluster_id
 
 
+async def test_a_prefix_larger_than_grpcs_default_message_limit_is_read(
+        etcd: aetcd.Client) -> None:
+    # Six values of 1 MiB each (within etcd's request limit) make a Range answer of
+    # over 6 MiB, past gRPC's default 4 MiB for a received message.
+    value = b"x" * (1 << 20)
+    for i in range(6):
+        await etcd.put(f"/big/{i}".encode(), value)
+    got = await eu.get_prefix(etcd, "/big/")
+    assert [kv.key for kv in got.kvs] == [f"/big/{i}".encode() for i in range(6)]
+    assert all(kv.value == value for kv in got.kvs)
+
+
 async def test_an_etcd_slow_to_answer_a_new_connection_is_waited_for() -> None:
     """A loaded etcd may take more than a moment to answer a connection's handshake (here it is
     stopped for 1.5 s while a process connects): the connection waits for it, as the calls on it
