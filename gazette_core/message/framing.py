@@ -38,6 +38,13 @@ class Framing(Protocol):
     def splitter(self) -> Splitter: ...
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
 class JSONFraming:
     """One compact JSON object per line; messages provide to/load_json_dict (JSONMessage)."""
 
@@ -45,10 +52,13 @@ class JSONFraming:
 
     def marshal(self, msg: Message) -> bytes:
         doc = msg.to_json_dict()  # type: ignore[attr-defined]
-        return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+        # NaN and the infinities are not JSON: Go's readers (and ours) refuse them.
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
     def unmarshal(self, record: bytes, msg: Message) -> Message:
-        doc: Any = json.loads(record)
+        # JSON on the wire is UTF-8 (given bytes, json.loads would also guess UTF-16
+        # and UTF-32), and NaN and the infinities are not JSON: Go refuses both.
+        doc: Any = _DECODER.decode(record.decode("utf-8"))
         if not isinstance(doc, dict):
             raise ValueError(f"JSON message is not an object: {record[:80]!r}")
         msg.load_json_dict(doc)  # type: ignore[attr-defined]

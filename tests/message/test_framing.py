@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import random
+from dataclasses import dataclass
 
 import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.message.framing import framing_for, journal_framing
 from gazette_core.message.framing_proto import MAGIC
-from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, ProtoMessage
+from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, JSONMessage, ProtoMessage
 from gazette_core.message.uuid import Flags, build_uuid
 from tests.message.support import A, Note
 
@@ -61,6 +62,25 @@ def test_json_ack_is_an_empty_instance_and_unknown_keys_are_ignored() -> None:
     assert got == Note(text="t")
     with pytest.raises(ValueError, match="not an object"):
         framing.unmarshal(b"[1]\n", Note())
+
+
+@dataclass
+class Reading(JSONMessage):
+    value: float = 0.0
+
+
+def test_json_records_are_utf8_json_and_nothing_else() -> None:
+    framing = framing_for("application/x-ndjson")
+    assert framing.unmarshal('{"text":"ü"}\n'.encode(), Note()) == Note(text="ü")
+    # Python's json would guess UTF-16 and UTF-32 from bytes; Go reads only UTF-8.
+    for encoding in ("utf-16-be", "utf-16-le", "utf-32"):
+        with pytest.raises(ValueError):  # not UTF-8, or NUL bytes where JSON is expected
+            framing.unmarshal('{"text":"a"}\n'.encode(encoding), Note())
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ValueError, match=f"{constant} is not a JSON value"):
+            framing.unmarshal(b'{"value":%s}\n' % constant.encode(), Reading())
+        with pytest.raises(ValueError, match="JSON"):
+            framing.marshal(Reading(value=float(constant)))
 
 
 @pytest.mark.parametrize("seed", range(3))
