@@ -118,6 +118,7 @@ CHECKS: dict[str, Check] = {
     "log_level": flag_checks.log_level, "etcd_address": flag_checks.etcd_address,
     "etcd_prefix": lambda v: flag_checks.etcd_prefix(v) if v else "must not be empty",
     "file_root": flag_checks.directory, "spool_dir": flag_checks.directory,
+    "auth_keys": flag_checks.auth_keys,
 }
 
 

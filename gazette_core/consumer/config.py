@@ -114,6 +114,7 @@ CHECKS: dict[str, Check] = {
     "log_level": flag_checks.log_level, "etcd_prefix": flag_checks.etcd_prefix,
     "etcd_address": flag_checks.etcd_address, "broker_address": flag_checks.broker_address,
     "data_dir": flag_checks.directory,
+    "auth_keys": flag_checks.auth_keys,
 }
 
 

@@ -12,6 +12,7 @@ import os
 from gazette_core.broker.client.channel import endpoints_of
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace.etcd_util import host_port
+from gazette_core.server.auth import parse_keys
 from gazette_core.server.process import LEVELS
 
 MAX_PORT = 65535
@@ -63,4 +64,13 @@ def directory(value: str) -> str | None:
     """Empty (a default applies), a directory, or a path where one can be created."""
     if value and os.path.exists(value) and not os.path.isdir(value):
         return "exists and is not a directory"
+    return None
+
+
+def auth_keys(value: str) -> str | None:
+    """Empty (no authorization), or base64 keys separated by commas or whitespace."""
+    try:
+        parse_keys(value)
+    except GazetteError as exc:
+        return str(exc)
     return None

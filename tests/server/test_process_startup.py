@@ -112,6 +112,8 @@ USAGE = [
     (("--broker.address", "ftp://x"), "--broker.address 'ftp://x': invalid broker address"),
     (("--etcd.address", "http://[::1"), "--etcd.address 'http://[::1': unsupported etcd "
                                         "endpoint"),
+    (("--consumer.auth-keys", "%%%"), "--consumer.auth-keys '%%%': auth key at index 0 is not "
+                                      "valid base64"),
 ]
 
 
@@ -132,6 +134,8 @@ BROKER_USAGE = [
     (("--etcd.address", "http://[::1"), "--etcd.address 'http://[::1': unsupported etcd"),
     (("--broker.file-root", "a-file"), "--broker.file-root 'a-file': exists and is not a "
                                        "directory"),
+    (("--broker.auth-keys", "%%%"), "--broker.auth-keys '%%%': auth key at index 0 is not "
+                                    "valid base64"),
 ]
 
 
