@@ -10,16 +10,13 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.names_ext import quote
 from gazette_core.broker.protocol.route_ext import unrouted_header
 from gazette_core.broker.protocol.validate_ext import validate_apply_request
-from gazette_core.errors import CodedError, ValidationError
+from gazette_core.errors import ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.server.authz import authorize_apply
-from gazette_core.server.statuses import backing_code
+from gazette_core.server.statuses import etcd_apply_failure
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
-
-_TOO_MANY = "too many operations in txn request"
-
 
 async def serve_apply(broker: Broker, req: pb.ApplyRequest) -> pb.ApplyResponse:
     """Apply every change atomically, guarded by each change's expected mod revision."""
@@ -40,7 +37,7 @@ async def serve_apply(broker: Broker, req: pb.ApplyRequest) -> pb.ApplyResponse:
     try:
         resp = await etcd_util.txn(broker.etcd, compares, ops)
     except grpc.aio.AioRpcError as exc:
-        raise _etcd_failure(exc, len(req.changes)) from None
+        raise etcd_apply_failure(exc, len(req.changes)) from None
     header = unrouted_header(broker.process_id, broker.keyspace.header)
     if not resp.succeeded:
         return pb.ApplyResponse(status=pb.ETCD_TRANSACTION_FAILED, header=header)
@@ -61,14 +58,3 @@ def _refuse_duplicates(req: pb.ApplyRequest) -> None:
                 f"changes[{index}].{'upsert.name' if upsert else 'delete'}",
                 f"journal {quote(name)} is already changed by changes[{seen[name]}]")
         seen[name] = index
-
-
-def _etcd_failure(exc: grpc.aio.AioRpcError, changes: int) -> CodedError:
-    """The error answering a failed Apply transaction, keeping whether a retry helps."""
-    code, details = backing_code(exc.code()), exc.details() or exc.code().name
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return CodedError(code.name, f"etcd is unavailable: {details}")
-    hint = ""
-    if _TOO_MANY in details:  # Etcd's --max-txn-ops, 128 by default
-        hint = " (split it into smaller Applies, e.g. with gazctl's --max-txn-size)"
-    return CodedError(code.name, f"Etcd refused the Apply of {changes} changes: {details}{hint}")

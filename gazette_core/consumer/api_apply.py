@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import grpc
 from aetcd import rpc
 
 from gazette_core.allocator import keys
@@ -34,6 +35,7 @@ from gazette_core.consumer.protocol.shard_spec_ext import primary_hint_key, reco
 from gazette_core.consumer.recoverylog.hints import encode_hints
 from gazette_core.errors import ValidationError
 from gazette_core.keyspace import etcd_util
+from gazette_core.server.statuses import etcd_apply_failure
 
 if TYPE_CHECKING:
     from gazette_core.consumer.shard_api import ShardHost
@@ -91,7 +93,10 @@ async def serve_apply(host: ShardHost, req: cpb.ApplyRequest) -> cpb.ApplyRespon
         if change.HasField("upsert"):
             await verify_recovery_log(host, change.upsert, f"changes[{index}].upsert")
     compares, ops = _txn_parts(host.root.rstrip("/"), req)
-    resp = await etcd_util.txn(host.etcd, compares, ops)
+    try:
+        resp = await etcd_util.txn(host.etcd, compares, ops)
+    except grpc.aio.AioRpcError as exc:
+        raise etcd_apply_failure(exc, len(req.changes)) from None
     header = unrouted_header(host.process_id, host.keyspace.header)
     if not resp.succeeded:
         return cpb.ApplyResponse(status=cpb.ETCD_TRANSACTION_FAILED, header=header)

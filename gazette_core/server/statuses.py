@@ -20,7 +20,7 @@ import grpc
 from aetcd import exceptions as etcd_errors
 
 from gazette_core.broker.client import rpc_errors
-from gazette_core.errors import GazetteError, truncated
+from gazette_core.errors import CodedError, GazetteError, truncated
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 log = logging.getLogger(__name__)
@@ -55,6 +55,28 @@ def backing_code(code: grpc.StatusCode) -> grpc.StatusCode:
     if code in TRANSIENT:
         return grpc.StatusCode.UNAVAILABLE
     return code if code in _RELAYED else grpc.StatusCode.INTERNAL
+
+
+# What Etcd says when a transaction has too many operations (its --max-txn-ops,
+# 128 by default), or its request too many bytes (its --max-request-bytes,
+# 1.5 MiB by default; gRPC reports it as a message larger than the maximum).
+_TOO_MANY_OPS = "too many operations in txn request"
+_TOO_LARGE = "larger than max"
+
+
+def etcd_apply_failure(exc: grpc.aio.AioRpcError, changes: int) -> CodedError:
+    """The error answering an Apply whose transaction Etcd failed, saying which limit
+    it passed, if any, and keeping whether a retry helps."""
+    code, details = backing_code(exc.code()), exc.details() or exc.code().name
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return CodedError(code.name, f"etcd is unavailable: {details}")
+    hint = ""
+    if _TOO_MANY_OPS in details:
+        hint = " (split it into smaller Applies, e.g. with gazctl's --max-txn-size)"
+    elif _TOO_LARGE in details:
+        hint = (" (Etcd takes requests of at most its --max-request-bytes, 1.5 MiB by "
+                "default: split the Apply, or make its specs or hints smaller)")
+    return CodedError(code.name, f"Etcd refused the Apply of {changes} changes: {details}{hint}")
 
 
 def status_of(exc: Exception, method: str) -> tuple[grpc.StatusCode, str]:

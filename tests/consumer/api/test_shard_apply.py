@@ -219,3 +219,22 @@ async def test_apply_refuses_more_changes_than_etcd_takes(etcd: aetcd.Client) ->
             "split it into Applies of at most 64 changes (gazctl shards apply --max-txn-size)")
         # As many as Etcd takes are applied.
         assert (await _apply(proc, *deletes[:128])).status == cpb.OK
+
+
+async def test_apply_larger_than_etcd_takes_says_which_limit(etcd: aetcd.Client,
+                                                            stub: pb_grpc.JournalStub) -> None:
+    await _logs(stub, "shard-one")
+    # 100,000 segments: a valid ~2.4 MB request, past Etcd's 1.5 MiB --max-request-bytes.
+    segments = [rpb.Segment(author=7, first_seq_no=2 * i + 1, last_seq_no=2 * i + 2,
+                            first_offset=100 * i, last_offset=100 * i + 50)
+                for i in range(100_000)]
+    given = rpb.FSMHints(log=f"{LOG_PREFIX}/shard-one",
+                         live_nodes=[rpb.FnodeSegments(fnode=1, segments=segments)])
+    one = shard("shard-one", log_prefix=LOG_PREFIX, hint_prefix="/hints/x")
+    async with serving(etcd, ["cons-a"], journals=stub) as (proc,):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await _apply(proc, Change(upsert=one, primary_hints=given))
+        assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert info.value.details().startswith("Etcd refused the Apply of 1 changes: ")
+        assert "--max-request-bytes" in info.value.details()
+        assert await _mod_revision(etcd, keys.item_key(ROOT, "shard-one")) == 0
