@@ -20,6 +20,7 @@ from gazette_core.consumer.config import PREFIX_BASE
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.local import etcd_http
+from gazette_core.local.probe import NOTHING
 from gazette_core.server import auth
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ async def serves_async(endpoint: str, timeout: float = 1.0, auth_keys: str = "")
         metadata = (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
     try:
         async with grpc.aio.insecure_channel(endpoint.split("://", 1)[-1]) as channel:
-            resp = await cpb_grpc.ShardStub(channel).List(cpb.ListRequest(), timeout=timeout,
+            resp = await cpb_grpc.ShardStub(channel).List(cpb.ListRequest(selector=NOTHING),
+                                                          timeout=timeout,
                                                           metadata=metadata)
             return bool(resp.status == cpb.OK)
     except grpc.aio.AioRpcError:

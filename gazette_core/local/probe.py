@@ -13,6 +13,12 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.server import auth
 
+# A List whose selector matches no journal and no shard: the probe asks whether a
+# process answers, and an answer listing everything can pass gRPC's 4 MiB default
+# for a received message on a cluster with many (or large) specs.
+NOTHING = pb.LabelSelector(include=pb.LabelSet(labels=[
+    pb.Label(name="gazette.dev/readiness-probe", value="none")]))
+
 
 async def broker_serves_async(endpoint: str, timeout: float = 1.0, auth_keys: str = "") -> bool:
     target = endpoint.split("://", 1)[-1]
@@ -22,8 +28,8 @@ async def broker_serves_async(endpoint: str, timeout: float = 1.0, auth_keys: st
         metadata = (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
     try:
         async with grpc.aio.insecure_channel(target) as channel:
-            call = pb_grpc.JournalStub(channel).List(pb.ListRequest(), timeout=timeout,
-                                                     metadata=metadata)
+            call = pb_grpc.JournalStub(channel).List(pb.ListRequest(selector=NOTHING),
+                                                     timeout=timeout, metadata=metadata)
             async for resp in call:
                 return bool(resp.status == pb.OK)
     except grpc.aio.AioRpcError:

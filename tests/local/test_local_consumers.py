@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gazette_core.broker.client.channel import journal_stub
+from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.local import processes
@@ -81,6 +82,31 @@ def test_consumers_run_the_app_and_are_restarted_by_up(stack_dir: Path) -> None:
     restarted = local_stack.Stack.load(stack_dir)
     assert restarted is not None and restarted.consumers[1].pid != victim.pid
     assert processes.alive(restarted.consumers[1].pid, restarted.consumers[1].marker)
+
+
+async def apply_fat_specs(stack: local_stack.Stack, count: int) -> None:
+    """`count` disabled shards of 1.5 MB of labels each: together past 4 MiB."""
+    await create_journals(journal_stub(stack.brokers[0].endpoint))
+    labels = pb.LabelSet(labels=[pb.Label(name=f"label-{j:04d}", value="v" * 500)
+                                 for j in range(3000)])
+    for i in range(count):
+        spec = shard_spec(f"fat-{i:03d}")
+        spec.disable, spec.recovery_log_prefix, spec.hint_prefix = True, "", ""
+        spec.labels.CopyFrom(labels)
+        await apply_shards(stack.consumers[0].endpoint, [
+            cpb.ApplyRequest.Change(upsert=spec, expect_mod_revision=-1)])
+
+
+def test_a_consumer_is_restarted_by_up_whatever_the_size_of_its_shard_specs(
+        stack_dir: Path) -> None:
+    up(stack_dir, "--consumers", "1", "--app", APP)
+    stack = local_stack.Stack.load(stack_dir)
+    assert stack is not None
+    asyncio.run(apply_fat_specs(stack, 4))
+    victim = stack.consumers[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    up(stack_dir)  # it must read the specs from Etcd, and answer the readiness probe
+    assert all(r["alive"] for r in consumers(stack_dir))
 
 
 def test_consumers_without_an_app_are_refused_with_one_line(stack_dir: Path) -> None:
