@@ -43,7 +43,7 @@ from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server import backlog
 from gazette_core.server.listen import binding, check_bindable
-from gazette_core.server.process import quietly
+from gazette_core.server.process import quietly, start_or_undo
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
 
@@ -118,11 +118,7 @@ class Broker:
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, broker_decoder(self.root),
             ETCD_CONNECT_TIMEOUT_S)
-        try:
-            await self._start()
-        except BaseException:
-            await self.stop(drain_timeout=0)
-            raise
+        await start_or_undo(self._start(), lambda: self.stop(drain_timeout=0))
 
     async def _start(self) -> None:
         self.pulse = Pulse(self)

@@ -47,7 +47,7 @@ from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.client_auth import CallAuth
-from gazette_core.server.process import quietly
+from gazette_core.server.process import quietly, start_or_undo
 from gazette_core.server.tls import ClientTLS
 
 if TYPE_CHECKING:
@@ -115,11 +115,7 @@ class ConsumerService:
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, consumer_decoder(self.root),
             ETCD_CONNECT_TIMEOUT_S)
-        try:
-            await self._start()
-        except BaseException:
-            await self.stop(drain_timeout=0)
-            raise
+        await start_or_undo(self._start(), lambda: self.stop(drain_timeout=0))
 
     async def _start(self) -> None:
         self.resolver = ShardResolver(self.keyspace, self.root, self.process_id,

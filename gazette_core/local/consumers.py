@@ -20,8 +20,7 @@ from gazette_core.consumer.config import PREFIX_BASE
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.local import etcd_http
-from gazette_core.local.probe import NOTHING
-from gazette_core.server import auth
+from gazette_core.local.probe import NOTHING, list_metadata
 
 if TYPE_CHECKING:
     from gazette_core.local.stack import Process, Stack
@@ -59,10 +58,7 @@ def forget_crashed(stack: Stack, c: Process) -> None:
 
 async def serves_async(endpoint: str, timeout: float = 1.0, auth_keys: str = "") -> bool:
     """Whether a consumer answers a Shard List RPC."""
-    keys = auth.parse_keys(auth_keys)
-    metadata = None
-    if keys is not None:
-        metadata = (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
+    metadata = list_metadata(auth_keys)
     try:
         async with grpc.aio.insecure_channel(endpoint.split("://", 1)[-1]) as channel:
             resp = await cpb_grpc.ShardStub(channel).List(cpb.ListRequest(selector=NOTHING),

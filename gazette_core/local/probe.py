@@ -20,12 +20,17 @@ NOTHING = pb.LabelSelector(include=pb.LabelSet(labels=[
     pb.Label(name="gazette.dev/readiness-probe", value="none")]))
 
 
+def list_metadata(auth_keys: str) -> tuple[tuple[str, str], ...] | None:
+    """Metadata authorizing a List with a token signed by the first of `auth_keys`."""
+    keys = auth.parse_keys(auth_keys)
+    if keys is None:
+        return None
+    return (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
+
+
 async def broker_serves_async(endpoint: str, timeout: float = 1.0, auth_keys: str = "") -> bool:
     target = endpoint.split("://", 1)[-1]
-    keys = auth.parse_keys(auth_keys)
-    metadata = None
-    if keys is not None:
-        metadata = (("authorization", f"Bearer {auth.mint(keys.signing, auth.LIST)}"),)
+    metadata = list_metadata(auth_keys)
     try:
         async with grpc.aio.insecure_channel(target) as channel:
             call = pb_grpc.JournalStub(channel).List(pb.ListRequest(selector=NOTHING),

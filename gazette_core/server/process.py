@@ -13,7 +13,7 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from gazette_core.errors import GazetteError, with_type
@@ -70,6 +70,18 @@ async def serve_until_stopped(server: Server, name: str, lost: str) -> None:
             loop.remove_signal_handler(sig)
     if server.lease_lost.is_set():
         raise LeaseLostExit(lost)
+
+
+async def start_or_undo(start: Awaitable[None], undo: Callable[[], Awaitable[None]]) -> None:
+    """Await `start`; if it fails (or is cancelled) half-way, `undo` what it began and re-raise.
+
+    A process that cannot start must leave no lease, key or bound port behind.
+    """
+    try:
+        await start
+    except BaseException:
+        await undo()
+        raise
 
 
 async def quietly(what: str, step: Awaitable[Any]) -> None:
