@@ -91,9 +91,10 @@ async def message_rows(task: JournalTask) -> AsyncIterator[list[Row]]:
         yield batch
 
 
-async def raw_rows(task: JournalTask) -> AsyncIterator[list[Row]]:
-    """Rows of the task's bytes, each at most BATCH_BYTES long."""
-    async for offset, chunk in content(task):
+async def raw_rows(task: JournalTask, begin: int = 0, end: int | None = None
+                   ) -> AsyncIterator[list[Row]]:
+    """Rows of the task's bytes within [begin, end), each at most BATCH_BYTES long."""
+    async for offset, chunk in content(task, begin, end):
         yield [(task.journal, offset + at, bytes(chunk[at:at + BATCH_BYTES]))
                for at in range(0, len(chunk), BATCH_BYTES)]
 

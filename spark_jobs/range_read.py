@@ -1,0 +1,158 @@
+"""One task of the `gazette` data source: the committed messages of an offset range, as Arrow.
+
+A `RangeTask` is a range [begin, end) of one journal plus the state of every
+producer of the journal at `begin` (`ProducerState`: last ACK, largest pending
+clock, offset of its open transaction). The task emits exactly the messages
+whose *commit point* lies in the range: a message published outside a
+transaction at its own offset, a transaction's messages at its ACK (read
+again from before `begin` when the transaction opened there). So ranges that
+tile a journal emit each committed message once, whatever the ranges cut
+through: a transaction split from its ACK, a rollback, a retried append's
+duplicate. `scan_states` gives the states at `end` that the next range starts
+from (the driver chains them; streaming offsets carry them).
+
+Journals without a message framing (RAW) have no producers: their ranges are
+their bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gazette_core.broker.client.channel import close_channels
+from gazette_core.message.committed import CommittedSequence
+from gazette_core.message.interfaces import Envelope
+from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
+from spark_jobs.arrow_frames import batch_of_rows, output_schema
+from spark_jobs.frame_rows import envelopes, message_row, raw_rows
+from spark_jobs.frame_source import RAW, JournalTask
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+ProducerState = tuple[str, int, int, int]
+"""(producer ID as 12 hex digits, last ACK clock, largest pending clock, open span's offset
+or -1). Plain values, so streaming offsets (JSON) and partitions (pickled) carry them."""
+
+BATCH_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    """Read [begin, end) of `source.journal`, starting from `producers`' states at `begin`.
+
+    `source.fragments` must cover [begin, end) and every open span's offset
+    before `begin`. `schema_json` is the schema the user gave (StructType
+    JSON; arrow_frames.spark_columns), "" for the undecoded row.
+    """
+
+    source: JournalTask
+    begin: int
+    end: int
+    producers: tuple[ProducerState, ...] = ()
+    schema_json: str = ""
+
+    def schema(self) -> StructType | None:
+        from pyspark.sql.types import StructType
+
+        if not self.schema_json:
+            return None
+        return StructType.fromJson(json.loads(self.schema_json))
+
+
+def seeded(task: RangeTask) -> Sequencer:
+    """A Sequencer holding the task's producer states at its begin."""
+    sequencer = Sequencer(ring_size=task.source.ring_size)
+    for producer, last_ack, max_clock, begin in task.producers:
+        sequencer.seed_producer(task.source.journal, bytes.fromhex(producer), last_ack,
+                                max_clock, begin)
+    return sequencer
+
+
+def states_of(sequencer: Sequencer, journal: str) -> tuple[ProducerState, ...]:
+    return tuple((pid.hex(), last_ack, max_clock, begin)
+                 for pid, last_ack, max_clock, begin in sequencer.producer_states(journal))
+
+
+async def _committed(task: RangeTask) -> AsyncIterator[Envelope]:
+    def replay(journal: str, begin: int, end: int) -> AsyncIterator[Envelope]:
+        return envelopes(task.source, begin, end)
+
+    sequence = CommittedSequence(envelopes(task.source, task.begin, task.end), replay,
+                                 ring_size=task.source.ring_size)
+    sequence.sequencer = seeded(task)
+    async for env in sequence:
+        yield env
+
+
+async def _message_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordBatch]:
+    rows: list[tuple[Any, ...]] = []
+    async for env in _committed(task):
+        rows.append(message_row(env))
+        if len(rows) >= BATCH_ROWS:
+            yield batch_of_rows(task.source.kind, rows, schema)
+            rows = []
+    if rows:
+        yield batch_of_rows(task.source.kind, rows, schema)
+
+
+async def _raw_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordBatch]:
+    async for rows in raw_rows(task.source, task.begin, task.end):
+        yield batch_of_rows(RAW, rows, schema)
+
+
+def read_range(task: RangeTask) -> Iterator[pa.RecordBatch]:
+    """The task's committed messages (RAW: its bytes) as record batches of `output_schema`."""
+    schema = output_schema(task.source.kind, task.schema())
+    batches = (_raw_batches(task, schema) if task.source.kind == RAW
+               else _message_batches(task, schema))
+    yield from run_batches(batches)
+
+
+def run_batches(batches: AsyncIterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Drive an async generator of batches from synchronous code, on a loop of its own."""
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                batch = loop.run_until_complete(anext(batches))  # type: ignore[arg-type]
+            except StopAsyncIteration:
+                return
+            yield batch
+    finally:
+        loop.run_until_complete(_close(batches))
+        loop.close()
+
+
+async def _close(batches: AsyncIterator[Any]) -> None:
+    close = getattr(batches, "aclose", None)
+    if close is not None:
+        await close()
+    await close_channels()  # Channels are bound to this loop.
+
+
+def scan_states(task: RangeTask) -> tuple[ProducerState, ...]:
+    """The producer states at `task.end`, from those at `task.begin` and the range's UUIDs."""
+    if task.source.kind == RAW:
+        return ()
+
+    async def scan() -> tuple[ProducerState, ...]:
+        sequencer = seeded(task)
+        try:
+            async for env in envelopes(task.source, task.begin, task.end):
+                outcome = sequencer.queue_uncommitted(env)
+                if outcome in COMMIT_OUTCOMES:
+                    if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                        sequencer.start_replay(iter(()))  # States need no messages.
+                    while await sequencer.step():
+                        pass
+            return states_of(sequencer, task.source.journal)
+        finally:
+            await close_channels()
+
+    return asyncio.run(scan())
