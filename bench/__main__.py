@@ -17,6 +17,7 @@ from bench import (
     journals_frame_bench,
     recoverylog_bench,
     shards_prune_bench,
+    spark_source_bench,
 )
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
@@ -107,6 +108,8 @@ def main() -> None:
             result.update(journals_frame_bench.run(Path(tmp)))
             # Recovery-log pruning on Spark against its serial delete loop (own stack).
             result.update(shards_prune_bench.run(Path(tmp)))
+            # The gazette data source: reads, writes and streaming latency (own stack).
+            result.update(spark_source_bench.run(Path(tmp)))
         finally:
             server.terminate()
             for name in ("single", "three"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Sequence
 
 from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.client.appender import append
@@ -53,15 +54,15 @@ async def append_latency(stub: JournalClient, journal: str, count: int
     return samples[len(samples) // 2], samples[int(len(samples) * 0.99)]
 
 
-async def record_rate(stub: pb_grpc.JournalStub, journal: str, count: int) -> float:
-    """Records per second of 1 KiB records enqueued through the AppendService."""
-    record = bytes(1023) + b"\n"
+async def record_rate(stub: pb_grpc.JournalStub, journal: str, count: int,
+                      records: Sequence[bytes] = (bytes(1023) + b"\n",)) -> float:
+    """Records per second enqueued through the AppendService: 1 KiB ones, or `records` in turn."""
     service = AppendService(stub)  # type: ignore[arg-type]
     service.start()
     start = time.perf_counter()
     batches = {}
     for i in range(count):
-        handle = service.enqueue(journal, record)
+        handle = service.enqueue(journal, records[i % len(records)])
         batches[id(handle)] = handle
         if i % 4096 == 4095:
             await asyncio.sleep(0)  # let batches go out, as a real producer loop would

@@ -29,6 +29,7 @@ from pathlib import Path
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals, list_fragments
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.local import stack as local_stack
 from gazette_core.message.uuid import Flags, build_uuid
 from gazette_core.testing.broker import journal_spec, journal_stub
@@ -43,8 +44,12 @@ SELECTOR = "app=bench-frame"
 PRODUCER = bytes.fromhex("050505050505")
 
 
-def _lines(journal: int, size: int) -> list[bytes]:
-    """Committed JSON messages, about 150 bytes each, in append chunks of about 1 MiB."""
+def json_chunks(journal: int, size: int) -> list[bytes]:
+    """Committed JSON messages, about 150 bytes each, in append chunks of about 1 MiB.
+
+    Each `journal` number is a producer of its own, so the chunks of several
+    numbers may also go to one journal, all of them committed.
+    """
     chunks, chunk, total, n = [], bytearray(), 0, 0
     while total < size:
         u = build_uuid(PRODUCER[:5] + bytes([journal]), (1_000_000 + n) << 4, Flags.OUTSIDE_TXN)
@@ -72,19 +77,25 @@ async def populate(broker: str) -> int:
                                                        codec=pb.SNAPPY),
                                    expect_mod_revision=-1) for n in names]))
         for i, name in enumerate(names):
-            for chunk in _lines(i, FRAME_MB * MiB // JOURNALS):
+            for chunk in json_chunks(i, FRAME_MB * MiB // JOURNALS):
                 await append_retrying(stub, name, chunk)
                 total += len(chunk)
-        deadline = time.monotonic() + 120
-        for name in names:
-            while True:
-                frags = await list_fragments(stub, pb.FragmentsRequest(journal=name))
-                if all(f.spec.mod_time for f in frags[:-1]):
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{name} was not persisted within 120s")
-                await asyncio.sleep(0.2)
+        await wait_persisted(stub, names)
     return total
+
+
+async def wait_persisted(stub: pb_grpc.JournalStub, names: list[str],
+                         limit: float = 120) -> None:
+    """Until every fragment of `names` but each spool is persisted."""
+    deadline = time.monotonic() + limit
+    for name in names:
+        while True:
+            frags = await list_fragments(stub, pb.FragmentsRequest(journal=name))
+            if all(f.spec.mod_time for f in frags[:-1]):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name} was not persisted within {limit:g}s")
+            await asyncio.sleep(0.2)
 
 
 def best_seconds(body: Callable[[], object], runs: int) -> float:
@@ -96,8 +107,9 @@ def best_seconds(body: Callable[[], object], runs: int) -> float:
     return min(times)
 
 
-def gazctl_read(broker: str) -> None:
-    subprocess.run([sys.executable, "-m", "gazctl.main", "journals", "read", "-l", SELECTOR,
+def gazctl_read(broker: str, selector: str = SELECTOR) -> None:
+    """`gazctl journals read` of the journals `selector` matches, to /dev/null."""
+    subprocess.run([sys.executable, "-m", "gazctl.main", "journals", "read", "-l", selector,
                     "--broker.address", broker, "--output-file", os.devnull],
                    check=True, capture_output=True)
 

@@ -1,0 +1,181 @@
+"""The `gazette` Spark data source: batch reads and writes against the same run's ceilings.
+
+- `spark_read_mb_s`: `spark.read.format("gazette")` of SPARK_MB of small JSON
+  messages in JOURNALS journals, counted (no schema: the framing's columns);
+  `spark_read_schema_mb_s` the same with a schema given; against
+  `spark_read_gazctl_mb_s`, `gazctl journals read` of the same journals to
+  /dev/null (`spark_read_ratio` = spark / gazctl);
+- `spark_read_one_journal_mb_s`: the same bytes in one journal, split into
+  ranges of a quarter of it (`splitBytes`: as many tasks as the four-journal
+  read), against `gazctl journals read` of that journal
+  (`spark_read_one_journal_ratio`);
+- `spark_write_msgs_per_s`: `df.write.format("gazette")` of WRITE_ROWS small
+  rows into one journal, against `spark_write_append_records_per_s`, the
+  AppendService enqueueing records of the same size (`spark_write_ratio`);
+- `spark_stream_latency_p50_ms` / `_p99_ms` (spark_stream_bench.py).
+
+Spark runs in local mode on this machine's cores, its session started before
+anything is timed. MB are content bytes, persisted to `file://` fragments but
+for each journal's spool. Each figure is the best of RUNS. A part whose mode of
+the data source fails (not built yet, or broken) reports `<name>_error` with
+the failure's first line instead of its figures. Alone:
+`python -m bench.spark_source_bench` (on its own local stack; BENCH_SPARK_MB
+and BENCH_SPARK_WRITE_ROWS scale it down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench import broker_bench, spark_stream_bench
+from bench.journals_frame_bench import best_seconds, gazctl_read, json_chunks, wait_persisted
+from gazette_core.broker.client.appender import append_retrying
+from gazette_core.broker.client.journals import apply_journals
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.local import stack as local_stack
+from gazette_core.testing.broker import journal_spec, journal_stub
+from spark_jobs.datasource import FORMAT, register
+from spark_jobs.session import get_session, stop_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MiB = 1 << 20
+SPARK_MB = int(os.environ.get("BENCH_SPARK_MB", "256"))
+WRITE_ROWS = int(os.environ.get("BENCH_SPARK_WRITE_ROWS", "200000"))
+JOURNALS = 4
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+NDJSON = ("content-type", "application/x-ndjson")
+MANY = "app=bench-spark"
+ONE = "app=bench-spark-one"
+WRITTEN = "bench/spark-written"
+SCHEMA = "n LONG, key STRING, text STRING"
+
+
+async def populate(broker: str) -> int:
+    """JOURNALS journals and one more holding all their bytes; their content bytes, persisted."""
+    names = [f"bench/spark/{i}" for i in range(JOURNALS)]
+    one = "bench/spark-one"
+    specs = [journal_spec(n, length=8 * MiB, labels=(("app", "bench-spark"), NDJSON),
+                          codec=pb.SNAPPY) for n in names]
+    specs.append(journal_spec(one, length=8 * MiB, labels=(("app", "bench-spark-one"), NDJSON),
+                              codec=pb.SNAPPY))
+    specs.append(journal_spec(WRITTEN, length=64 * MiB, labels=(NDJSON,), refresh_s=60))
+    total = 0
+    async with journal_stub(broker) as stub:
+        await apply_journals(stub, pb.ApplyRequest(changes=[
+            pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
+        for i, name in enumerate(names):
+            for chunk in json_chunks(i, SPARK_MB * MiB // JOURNALS):
+                await append_retrying(stub, name, chunk)
+                await append_retrying(stub, one, chunk)
+                total += len(chunk)
+        await wait_persisted(stub, [*names, one])
+    return total
+
+
+def first_line(exc: BaseException) -> str:
+    """The line a failed Spark job leads with: the Python worker's error, if there is one."""
+    text = str(exc)
+    for line in text.splitlines():
+        if "Error: " in line and "Traceback" not in line:
+            return line.strip()
+    return (text.splitlines() or [type(exc).__name__])[0].strip()
+
+
+def guarded(name: str, part: Callable[[], dict[str, float]]) -> dict[str, float | str]:
+    """`part`'s figures, or `<name>_error` with its failure's first line."""
+    try:
+        return dict(part())
+    except Exception as exc:  # reported in the results: the bench goes on with its other parts
+        return {f"{name}_error": first_line(exc)}
+
+
+def reads(spark: SparkSession, broker: str, root: str, total: int) -> dict[str, float]:
+    def count(selector: str, schema: str | None = None,
+              **options: str) -> Callable[[], object]:
+        def run() -> object:
+            reader = spark.read.format(FORMAT).option("selector", selector) \
+                .option("broker", broker).option("fileRoot", root).options(**options)
+            return (reader.schema(schema) if schema else reader).load().count()
+        return run
+
+    count(MANY)()  # warm-up: Python workers started, stores built
+    mb = total / 1e6
+    out = {"spark_read_mb_s": mb / best_seconds(count(MANY), RUNS),
+           "spark_read_schema_mb_s": mb / best_seconds(count(MANY, SCHEMA), RUNS),
+           "spark_read_gazctl_mb_s": mb / best_seconds(lambda: gazctl_read(broker, MANY), RUNS)}
+    out["spark_read_ratio"] = out["spark_read_mb_s"] / out["spark_read_gazctl_mb_s"]
+    split = str(max(MiB, total // JOURNALS))
+    out["spark_read_one_journal_mb_s"] = mb / best_seconds(count(ONE, splitBytes=split), RUNS)
+    out["spark_read_one_journal_gazctl_mb_s"] = mb / best_seconds(
+        lambda: gazctl_read(broker, ONE), RUNS)
+    out["spark_read_one_journal_ratio"] = (out["spark_read_one_journal_mb_s"]
+                                           / out["spark_read_one_journal_gazctl_mb_s"])
+    return out
+
+
+def rows(spark: SparkSession, count: int) -> DataFrame:
+    """`count` small rows, cached: what is timed is the write, not their making."""
+    df = spark.range(count).selectExpr(
+        f"'{WRITTEN}' AS journal", "id AS n", "concat('k', CAST(id % 97 AS STRING)) AS key",
+        "'lorem ipsum dolor sit amet lorem ipsum dolor sit amet' AS text").cache()
+    df.count()
+    return df
+
+
+def writes(spark: SparkSession, broker: str) -> dict[str, float]:
+    df = rows(spark, WRITE_ROWS)
+
+    def write() -> None:
+        df.write.format(FORMAT).option("broker", broker).mode("append").save()
+
+    write()  # warm-up, and the failure of a sink that is not there yet
+    out = {"spark_write_msgs_per_s": WRITE_ROWS / best_seconds(write, RUNS)}
+    # The same JSON lines as the rows make, each with its UUID: the sink's messages.
+    lines = [line for chunk in json_chunks(JOURNALS, 2 * MiB) for line in chunk.splitlines(True)]
+    rates = [asyncio.run(append_rate(broker, lines)) for _ in range(RUNS)]
+    out["spark_write_append_records_per_s"] = max(rates)
+    out["spark_write_ratio"] = out["spark_write_msgs_per_s"] / max(rates)
+    return out
+
+
+async def append_rate(broker: str, lines: list[bytes]) -> float:
+    async with journal_stub(broker) as stub:
+        return await broker_bench.record_rate(stub, WRITTEN, WRITE_ROWS, lines)
+
+
+def measure(stack: local_stack.Stack, tmp: Path) -> dict[str, float | str]:
+    broker = stack.brokers[0].endpoint
+    total = asyncio.run(populate(broker))
+    spark = get_session("local[*]", app_name="gazette-bench-spark")
+    register(spark)
+    try:
+        out = guarded("spark_read", lambda: reads(spark, broker,
+                                                  str(stack.directory / "fragments"), total))
+        out.update(guarded("spark_write", lambda: writes(spark, broker)))
+        out.update(guarded("spark_stream", lambda: spark_stream_bench.measure(
+            spark, broker, tmp / "checkpoint")))
+    finally:
+        stop_session()
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def run(tmp: Path) -> dict[str, float | str]:
+    """The figures, on a one-broker stack of their own under `tmp`."""
+    stack = local_stack.up(tmp / "spark", brokers=1, zones=1, activate=False)
+    try:
+        return measure(stack, tmp)
+    finally:
+        local_stack.down(stack.directory)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(prefix="gazette-bench-spark-") as tmp:
+        print(json.dumps(run(Path(tmp)), sort_keys=True))
