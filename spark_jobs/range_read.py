@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +27,19 @@ from gazette_core.broker.client.channel import close_channels
 from gazette_core.message.committed import CommittedSequence
 from gazette_core.message.interfaces import Envelope
 from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
+from spark_jobs import bulk_sequence
 from spark_jobs.arrow_frames import batch_of_rows, output_schema
 from spark_jobs.frame_rows import envelopes, message_row, raw_rows
-from spark_jobs.frame_source import RAW, JournalTask
+from spark_jobs.frame_source import JSON, RAW, JournalTask
+from spark_jobs.json_range import json_batches, json_states
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-ProducerState = tuple[str, int, int, int]
-"""(producer ID as 12 hex digits, last ACK clock, largest pending clock, open span's offset
-or -1). Plain values, so streaming offsets (JSON) and partitions (pickled) carry them."""
+# (producer ID as 12 hex digits, last ACK clock, largest pending clock, open span's offset
+# or -1). Plain values, so streaming offsets (JSON) and partitions (pickled) carry them.
+ProducerState = bulk_sequence.ProducerState
 
 BATCH_ROWS = 8192
 
@@ -109,8 +111,12 @@ async def _raw_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordB
 def read_range(task: RangeTask) -> Iterator[pa.RecordBatch]:
     """The task's committed messages (RAW: its bytes) as record batches of `output_schema`."""
     schema = output_schema(task.source.kind, task.schema())
-    batches = (_raw_batches(task, schema) if task.source.kind == RAW
-               else _message_batches(task, schema))
+    if task.source.kind == RAW:
+        batches = _raw_batches(task, schema)
+    elif task.source.kind == JSON:
+        batches = json_batches(task.source, task.begin, task.end, task.producers, schema)
+    else:
+        batches = _message_batches(task, schema)
     yield from run_batches(batches)
 
 
@@ -140,6 +146,9 @@ def scan_states(task: RangeTask) -> tuple[ProducerState, ...]:
     """The producer states at `task.end`, from those at `task.begin` and the range's UUIDs."""
     if task.source.kind == RAW:
         return ()
+    if task.source.kind == JSON:
+        return asyncio.run(_closing(json_states(task.source, task.begin, task.end,
+                                                task.producers)))
 
     async def scan() -> tuple[ProducerState, ...]:
         sequencer = seeded(task)
@@ -156,3 +165,10 @@ def scan_states(task: RangeTask) -> tuple[ProducerState, ...]:
             await close_channels()
 
     return asyncio.run(scan())
+
+
+async def _closing(states: Awaitable[tuple[ProducerState, ...]]) -> tuple[ProducerState, ...]:
+    try:
+        return await states
+    finally:
+        await close_channels()

@@ -1,0 +1,122 @@
+"""JSON-lines content in blocks of whole records, decoded by Arrow in one call per block.
+
+`blocks` cuts a range's content (frame_source.content) into blocks of about
+BLOCK_BYTES ending at a newline. `decode_block` reads a block with Arrow's
+JSON reader, the message UUIDs with uuid_columns, and builds the output
+columns (arrow_frames) for every record of the block; which of them are
+committed is bulk_sequence's to say. A block Arrow cannot take whole (a blank
+line, a document that does not fit the schema, a UUID spelt another way)
+gives None, and the caller decodes it message by message, which names the
+offending record.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import json as pajson
+
+from gazette_core.message.reader import MessageDecodeError
+from spark_jobs.arrow_frames import document_name
+from spark_jobs.frame_columns import META
+from spark_jobs.frame_source import JournalTask, content
+from spark_jobs.uuid_columns import UUIDColumns, parse_uuids
+
+BLOCK_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole records of one journal: `data` starts at journal offset `base`."""
+
+    base: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class DecodedBlock:
+    offsets: np.ndarray  # int64: each record's first byte in the journal
+    ids: UUIDColumns
+    batch: pa.RecordBatch  # every record, in the output schema
+
+
+async def blocks(task: JournalTask, begin: int, end: int | None,
+                 block_bytes: int = BLOCK_BYTES) -> AsyncIterator[Block]:
+    """The records of [begin, end) in blocks; a gap (pruned content) starts a new block."""
+    pending, base = bytearray(), -1
+    async for offset, chunk in content(task, begin, end):
+        if offset != base + len(pending):
+            pending, base = bytearray(), offset  # A partial record before a gap is lost.
+        pending += chunk
+        if len(pending) >= block_bytes:
+            cut = pending.rfind(b"\n") + 1
+            if cut:
+                yield Block(base, bytes(pending[:cut]))
+                del pending[:cut]
+                base += cut
+    cut = pending.rfind(b"\n") + 1
+    if cut:
+        yield Block(base, bytes(pending[:cut]))
+    if len(pending) > cut:
+        raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
+                                 f"{len(pending) - cut}-byte partial record")
+
+
+def record_starts(data: bytes) -> np.ndarray:
+    """The offsets within `data` at which its newline-ended records start, and its length."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+    return np.concatenate(([0], ends)).astype(np.int64)
+
+
+def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
+    """Every record of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
+    bounds = record_starts(block.data)
+    n = len(bounds) - 1
+    docs = [f for f in schema if f.name not in META and f.name not in ("value", "fields")]
+    read = pa.schema([pa.field("uuid", pa.string()),
+                      *(f.with_name(document_name(f.name)) for f in docs)])
+    try:
+        table = pajson.read_json(
+            io.BytesIO(block.data),
+            read_options=pajson.ReadOptions(block_size=len(block.data) + 1, use_threads=False),
+            parse_options=pajson.ParseOptions(explicit_schema=read,
+                                              unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != n:
+        return None
+    raw_uuid = table.column("uuid").combine_chunks()
+    ids = parse_uuids(raw_uuid)
+    if ids is None:
+        return None
+    uuid = pc.if_else(pc.equal(raw_uuid, ""), pa.scalar(None, pa.string()),
+                      pc.utf8_lower(raw_uuid))
+    columns = {
+        "journal": _repeated(journal, n),
+        "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
+        "uuid": uuid,
+        "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
+        "value": _lines(block.data, bounds),
+    }
+    for f in docs:
+        columns[f.name] = table.column(document_name(f.name)).combine_chunks()
+    batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def _repeated(text: str, n: int) -> pa.Array:
+    raw = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
+
+
+def _lines(data: bytes, bounds: np.ndarray) -> pa.Array:
+    """Each record's text without its line ending."""
+    lines = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds.astype(np.int32)),
+                                        pa.py_buffer(data))
+    return pc.utf8_rtrim(lines, characters="\r\n")
