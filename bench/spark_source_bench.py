@@ -124,7 +124,7 @@ def reads(spark: SparkSession, broker: str, root: str, total: int) -> dict[str, 
 def rows(spark: SparkSession, count: int) -> DataFrame:
     """`count` small rows, cached: what is timed is the write, not their making."""
     df = spark.range(count).selectExpr(
-        f"'{WRITTEN}' AS journal", "id AS n", "concat('k', CAST(id % 97 AS STRING)) AS key",
+        "id AS n", "concat('k', CAST(id % 97 AS STRING)) AS key",
         "'lorem ipsum dolor sit amet lorem ipsum dolor sit amet' AS text").cache()
     df.count()
     return df
@@ -134,7 +134,8 @@ def writes(spark: SparkSession, broker: str) -> dict[str, float]:
     df = rows(spark, WRITE_ROWS)
 
     def write() -> None:
-        df.write.format(FORMAT).option("broker", broker).mode("append").save()
+        df.write.format(FORMAT).option("broker", broker).option("journal", WRITTEN) \
+            .mode("append").save()
 
     write()  # warm-up, and the failure of a sink that is not there yet
     out = {"spark_write_msgs_per_s": WRITE_ROWS / best_seconds(write, RUNS)}

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 CLICK_SCHEMA = "user STRING, page STRING, ts STRING"
 # As Click.ts: UTC, milliseconds, a Z suffix (the session's time zone is UTC).
 TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+# Names the counts journal's register that records the query's last committed batch:
+# it stays with the checkpoint (a new checkpoint with the same id would skip batches).
+SINK_ID = "click-windows"
 
 
 def window_counts(spark: SparkSession, broker: str, file_root: str | None = None,
@@ -44,7 +47,7 @@ def window_counts(spark: SparkSession, broker: str, file_root: str | None = None
     counted = clicks.withWatermark("event_time", lateness) \
         .groupBy(F.window("event_time", window), "user").count()
     return counted.select(
-        F.lit(COUNTS_JOURNAL).alias("journal"), "user",
+        "user",
         F.date_format("window.start", TS_FORMAT).alias("window_start"),
         F.date_format("window.end", TS_FORMAT).alias("window_end"),
         F.col("count").alias("clicks"))
@@ -57,7 +60,8 @@ def start(spark: SparkSession, checkpoint: str, broker: str, file_root: str | No
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     writer = window_counts(spark, broker, file_root, window, lateness).writeStream \
         .format(FORMAT).outputMode("append").option("broker", broker) \
-        .option("checkpointLocation", checkpoint).queryName("click-windows")
+        .option("journal", COUNTS_JOURNAL).option("sinkId", SINK_ID) \
+        .option("checkpointLocation", checkpoint)
     if available_now:
         writer = writer.trigger(availableNow=True)
     return writer.start()
