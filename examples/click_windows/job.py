@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from examples.click_windows.messages import CLICKS_JOURNAL, COUNTS_JOURNAL
 from examples.local import default_broker
-from spark_jobs.datasource import FORMAT
+from spark_jobs.datasource import FORMAT, register
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-master", default="local[*]", help="Spark master URL")
     args = parser.parse_args(argv)
     spark = get_session(args.spark_master, app_name="click-windows")
+    register(spark)
     try:
         query = start(spark, args.checkpoint, args.address, args.file_root, args.window,
                       args.lateness, args.available_now)
