@@ -8,13 +8,14 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import pytest
 
 from examples.click_windows import job
 from examples.click_windows.generate import Options, generate
 from examples.click_windows.messages import CLICKS_JOURNAL, COUNTS_JOURNAL, Click, WindowCount
-from gazette_core.broker.client.routing import JournalClient, Router
+from gazette_core.broker.client.routing import Router
 from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.message.committed import read_committed
@@ -23,10 +24,14 @@ from spark_jobs.datasource import register
 from spark_jobs.session import get_session, stop_session
 from tests.gazctl.support import isolated_state_home, ok, stop_stack, wait_primaries, with_broker
 
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
+
 JOURNALS_YAML = Path(job.__file__).with_name("journals.yaml")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 WINDOW_S, LATENESS_S = 10, 5
 Row = tuple[str, str, str, int]  # user, window_start, window_end, clicks
+M = TypeVar("M", bound=JSONMessage)
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +45,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             stop_stack(directory)
 
 
-def committed(address: str, journal: str, kind: type[JSONMessage]) -> list[JSONMessage]:
-    async def read(stub: JournalClient) -> list[JSONMessage]:
-        return [env.message async for env in read_committed(
+def committed(address: str, journal: str, kind: type[M]) -> list[M]:
+    """What `read_committed()` reads of `journal` up to its write head."""
+    async def read(stub: JournalAsyncStub) -> list[M]:
+        return [cast(M, env.message) async for env in read_committed(
             Router(stub), journal, lambda _: kind(), block=False)]
     return with_broker(address, read)
 
@@ -86,22 +92,18 @@ def test_written_counts_are_the_committed_clicks_closed_windows_once_each(
     with_broker(address, lambda stub: generate(Router(stub), Options(
         clicks=300, users=4, start=START, spacing=0.1, seed=1)))
     run_once(address, stack, tmp_path / "checkpoint")
-    first: list[Click] = committed(address, CLICKS_JOURNAL, Click)  # type: ignore[assignment]
+    first = committed(address, CLICKS_JOURNAL, Click)
     assert rows(committed(address, COUNTS_JOURNAL, WindowCount)) == closed_windows(first)
     # 30 s more, and a restart from the checkpoint: the open window closes, none is written twice.
     with_broker(address, lambda stub: generate(Router(stub), Options(
         clicks=300, users=4, start=START + timedelta(seconds=30), spacing=0.1, seed=2)))
     run_once(address, stack, tmp_path / "checkpoint")
-    clicks: list[Click] = committed(address, CLICKS_JOURNAL, Click)  # type: ignore[assignment]
+    clicks = committed(address, CLICKS_JOURNAL, Click)
     assert len(clicks) == 600
     written = rows(committed(address, COUNTS_JOURNAL, WindowCount))
     assert written == closed_windows(clicks)
     assert len(written) == 5 * 4  # windows up to 50 s, four users each
 
 
-def rows(counts: list[JSONMessage]) -> list[Row]:
-    out = []
-    for c in counts:
-        assert isinstance(c, WindowCount)
-        out.append((c.user, c.window_start, c.window_end, c.clicks))
-    return sorted(out)
+def rows(counts: list[WindowCount]) -> list[Row]:
+    return sorted((c.user, c.window_start, c.window_end, c.clicks) for c in counts)
