@@ -13,7 +13,7 @@ offending record.
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,21 +45,32 @@ class DecodedBlock:
     batch: pa.RecordBatch  # every record, in the output schema
 
 
+def line_ends(data: bytes | bytearray) -> np.ndarray:
+    """Where JSON records end: after each newline."""
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+
+
 async def blocks(task: JournalTask, begin: int, end: int | None,
+                 ends: Callable[[bytes | bytearray], np.ndarray] = line_ends,
                  block_bytes: int = BLOCK_BYTES) -> AsyncIterator[Block]:
-    """The records of [begin, end) in blocks; a gap (pruned content) starts a new block."""
+    """The records of [begin, end) in blocks; a gap (pruned content) starts a new block.
+
+    `ends(data)` gives the offsets within `data` just past each record it completes.
+    """
     pending, base = bytearray(), -1
     async for offset, chunk in content(task, begin, end):
         if offset != base + len(pending):
             pending, base = bytearray(), offset  # A partial record before a gap is lost.
         pending += chunk
         if len(pending) >= block_bytes:
-            cut = pending.rfind(b"\n") + 1
+            found = ends(pending)
+            cut = int(found[-1]) if len(found) else 0
             if cut:
                 yield Block(base, bytes(pending[:cut]))
                 del pending[:cut]
                 base += cut
-    cut = pending.rfind(b"\n") + 1
+    found = ends(pending)
+    cut = int(found[-1]) if len(found) else 0
     if cut:
         yield Block(base, bytes(pending[:cut]))
     if len(pending) > cut:
@@ -67,10 +78,10 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
                                  f"{len(pending) - cut}-byte partial record")
 
 
-def record_starts(data: bytes) -> np.ndarray:
-    """The offsets within `data` at which its newline-ended records start, and its length."""
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
-    return np.concatenate(([0], ends)).astype(np.int64)
+def record_starts(data: bytes, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
+                  ) -> np.ndarray:
+    """The offsets within `data` at which its records start, and its length."""
+    return np.concatenate(([0], ends(data))).astype(np.int64)
 
 
 def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
@@ -97,7 +108,7 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
     uuid = pc.if_else(pc.equal(raw_uuid, ""), pa.scalar(None, pa.string()),
                       pc.utf8_lower(raw_uuid))
     columns = {
-        "journal": _repeated(journal, n),
+        "journal": repeated(journal, n),
         "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
         "uuid": uuid,
         "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
@@ -109,7 +120,7 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
 
 
-def _repeated(text: str, n: int) -> pa.Array:
+def repeated(text: str, n: int) -> pa.Array:
     raw = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))

@@ -24,14 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.client.channel import close_channels
-from gazette_core.message.committed import CommittedSequence
-from gazette_core.message.interfaces import Envelope
-from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
 from spark_jobs import bulk_sequence
 from spark_jobs.arrow_frames import batch_of_rows, output_schema
-from spark_jobs.frame_rows import envelopes, message_row, raw_rows
-from spark_jobs.frame_source import JSON, RAW, JournalTask
-from spark_jobs.json_range import json_batches, json_states
+from spark_jobs.bulk_range import bulk_batches, bulk_states
+from spark_jobs.frame_rows import raw_rows
+from spark_jobs.frame_source import RAW, JournalTask
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,42 +64,6 @@ class RangeTask:
         return StructType.fromJson(json.loads(self.schema_json))
 
 
-def seeded(task: RangeTask) -> Sequencer:
-    """A Sequencer holding the task's producer states at its begin."""
-    sequencer = Sequencer(ring_size=task.source.ring_size)
-    for producer, last_ack, max_clock, begin in task.producers:
-        sequencer.seed_producer(task.source.journal, bytes.fromhex(producer), last_ack,
-                                max_clock, begin)
-    return sequencer
-
-
-def states_of(sequencer: Sequencer, journal: str) -> tuple[ProducerState, ...]:
-    return tuple((pid.hex(), last_ack, max_clock, begin)
-                 for pid, last_ack, max_clock, begin in sequencer.producer_states(journal))
-
-
-async def _committed(task: RangeTask) -> AsyncIterator[Envelope]:
-    def replay(journal: str, begin: int, end: int) -> AsyncIterator[Envelope]:
-        return envelopes(task.source, begin, end)
-
-    sequence = CommittedSequence(envelopes(task.source, task.begin, task.end), replay,
-                                 ring_size=task.source.ring_size)
-    sequence.sequencer = seeded(task)
-    async for env in sequence:
-        yield env
-
-
-async def _message_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordBatch]:
-    rows: list[tuple[Any, ...]] = []
-    async for env in _committed(task):
-        rows.append(message_row(env))
-        if len(rows) >= BATCH_ROWS:
-            yield batch_of_rows(task.source.kind, rows, schema)
-            rows = []
-    if rows:
-        yield batch_of_rows(task.source.kind, rows, schema)
-
-
 async def _raw_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordBatch]:
     async for rows in raw_rows(task.source, task.begin, task.end):
         yield batch_of_rows(RAW, rows, schema)
@@ -113,10 +74,8 @@ def read_range(task: RangeTask) -> Iterator[pa.RecordBatch]:
     schema = output_schema(task.source.kind, task.schema())
     if task.source.kind == RAW:
         batches = _raw_batches(task, schema)
-    elif task.source.kind == JSON:
-        batches = json_batches(task.source, task.begin, task.end, task.producers, schema)
     else:
-        batches = _message_batches(task, schema)
+        batches = bulk_batches(task.source, task.begin, task.end, task.producers, schema)
     yield from run_batches(batches)
 
 
@@ -146,25 +105,8 @@ def scan_states(task: RangeTask) -> tuple[ProducerState, ...]:
     """The producer states at `task.end`, from those at `task.begin` and the range's UUIDs."""
     if task.source.kind == RAW:
         return ()
-    if task.source.kind == JSON:
-        return asyncio.run(_closing(json_states(task.source, task.begin, task.end,
-                                                task.producers)))
-
-    async def scan() -> tuple[ProducerState, ...]:
-        sequencer = seeded(task)
-        try:
-            async for env in envelopes(task.source, task.begin, task.end):
-                outcome = sequencer.queue_uncommitted(env)
-                if outcome in COMMIT_OUTCOMES:
-                    if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-                        sequencer.start_replay(iter(()))  # States need no messages.
-                    while await sequencer.step():
-                        pass
-            return states_of(sequencer, task.source.journal)
-        finally:
-            await close_channels()
-
-    return asyncio.run(scan())
+    return asyncio.run(_closing(bulk_states(task.source, task.begin, task.end,
+                                            task.producers)))
 
 
 async def _closing(states: Awaitable[tuple[ProducerState, ...]]) -> tuple[ProducerState, ...]:

@@ -77,19 +77,6 @@ class Sequencer:
                     journal, bytes(entry.id), last_ack, last_ack, entry.state.begin,
                     acked=True)
 
-    def seed_producer(self, journal: str, producer_id: bytes, last_ack: int, max_clock: int,
-                      begin: int) -> None:
-        """Start from a producer's known state: its last ACK, largest pending clock and the
-        offset of its open span (-1: none), as another reader left it at some offset."""
-        self._producers[(journal, producer_id)] = Producer(
-            journal, producer_id, last_ack, max(max_clock, last_ack), begin, acked=True)
-
-    def producer_states(self, journal: str) -> list[tuple[bytes, int, int, int]]:
-        """(producer ID, last ACK, largest pending clock, open span's offset or -1) of
-        every producer of `journal` seen, by ID: what `seed_producer` takes."""
-        return sorted((pid, p.min_clock, p.max_clock, p.begin)
-                      for (name, pid), p in self._producers.items() if name == journal)
-
     def queue_uncommitted(self, env: Envelope) -> QueueOutcome:
         """Take the next envelope read from its journal; say what became of it."""
         if self._dequeue is not None:

@@ -1,6 +1,6 @@
-"""A range of a JSON-lines journal, committed messages only, decoded and sequenced in bulk.
+"""A range of a message journal, committed messages only, decoded and sequenced in bulk.
 
-Blocks of records (json_blocks.py) are decoded by Arrow and sequenced by
+Blocks of records (json_blocks.py, csv_blocks.py) are decoded by Arrow and sequenced by
 BulkSequencer; the rows it commits are taken from their blocks and yielded
 as record batches of about BATCH_ROWS. A transaction opened before the
 range and acknowledged within it is read again from where it opened
@@ -14,26 +14,35 @@ offset, exactly as a read of the journal does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 import pyarrow as pa
 
+from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, framing_for
-from gazette_core.message.interfaces import JSONRecord
+from gazette_core.message.interfaces import CSVRecord, JSONRecord
 from gazette_core.message.reader import MessageDecodeError
 from gazette_core.message.uuid import get_parts
-from spark_jobs.arrow_frames import batch_of_rows
+from spark_jobs.arrow_frames import batch_of_rows, output_schema
 from spark_jobs.bulk_sequence import BulkSequencer, Emitted, ProducerState, Replay
+from spark_jobs.csv_blocks import csv_ends, decode_csv_block
 from spark_jobs.frame_rows import message_row
 from spark_jobs.frame_source import JSON, JournalTask
-from spark_jobs.json_blocks import Block, DecodedBlock, blocks, decode_block, record_starts
+from spark_jobs.json_blocks import (
+    Block,
+    DecodedBlock,
+    blocks,
+    decode_block,
+    line_ends,
+    record_starts,
+)
 from spark_jobs.uuid_columns import UUIDColumns
 
 BATCH_ROWS = 65536
 
 
-async def json_batches(task: JournalTask, begin: int, end: int,
+async def bulk_batches(task: JournalTask, begin: int, end: int,
                        producers: tuple[ProducerState, ...], schema: pa.Schema
                        ) -> AsyncIterator[pa.RecordBatch]:
     """The committed messages whose commit point is in [begin, end), in `schema`."""
@@ -41,7 +50,7 @@ async def json_batches(task: JournalTask, begin: int, end: int,
     kept: dict[int, DecodedBlock] = {}
     out = Batcher(schema)
     number = 0
-    async for block in blocks(task, begin, end):
+    async for block in blocks(task, begin, end, _ends(task)):
         kept[number] = decode(task, block, schema)
         for emitted in sequencer.block(number, kept[number].offsets, kept[number].ids):
             if isinstance(emitted, Replay):
@@ -59,37 +68,43 @@ async def json_batches(task: JournalTask, begin: int, end: int,
         yield out.flush()
 
 
-async def json_states(task: JournalTask, begin: int, end: int,
+async def bulk_states(task: JournalTask, begin: int, end: int,
                       producers: tuple[ProducerState, ...]) -> tuple[ProducerState, ...]:
     """The producers' states at `end`, from theirs at `begin` and the UUIDs between."""
     sequencer = BulkSequencer(begin, producers, hold=False)
-    ids_only = pa.schema([pa.field("uuid", pa.string())])
+    ids_only = output_schema(task.kind, None)
     number = 0
-    async for block in blocks(task, begin, end):
+    async for block in blocks(task, begin, end, _ends(task)):
         decoded = decode(task, block, ids_only)
         sequencer.block(number, decoded.offsets, decoded.ids)
         number += 1
     return sequencer.states()
 
 
+def _ends(task: JournalTask) -> Callable[[bytes | bytearray], np.ndarray]:
+    return line_ends if task.kind == JSON else csv_ends
+
+
 def decode(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlock:
     """The block decoded in bulk, or else record by record (which names a bad record)."""
-    return decode_block(task.journal, block, schema) or slow_block(task, block, schema)
+    bulk = (decode_block if task.kind == JSON else decode_csv_block)(task.journal, block, schema)
+    return bulk or slow_block(task, block, schema)
 
 
 def slow_block(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlock:
-    framing = framing_for(JSON_LINES)
-    bounds = record_starts(block.data)
+    framing = framing_for(JSON_LINES if task.kind == JSON else CSV_TYPE)
+    bounds = record_starts(block.data, _ends(task))
     rows, parts = [], []
     for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         record, at = block.data[start:stop], block.base + start
-        msg = JSONRecord()
+        msg: JSONRecord | CSVRecord = JSONRecord() if task.kind == JSON else CSVRecord()
         try:
             framing.unmarshal(record, msg)
         except (ValueError, TypeError) as err:
             raise MessageDecodeError(
                 f"{task.journal} offset {at}: cannot decode message: {err}") from err
-        msg.text = record.decode().rstrip("\r\n")
+        if isinstance(msg, JSONRecord):
+            msg.text = record.decode().rstrip("\r\n")
         rows.append(message_row(_Env(task.journal, at, msg)))  # type: ignore[arg-type]
         clock, flags, producer = get_parts(msg.get_uuid())
         parts.append((clock, flags, int.from_bytes(producer, "big")))
@@ -97,13 +112,13 @@ def slow_block(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlo
     ids = UUIDColumns(clock=columns[:, 0], flags=columns[:, 1].astype(np.uint16),
                       producer=columns[:, 2])
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids,
-                        batch=batch_of_rows(JSON, rows, schema))
+                        batch=batch_of_rows(task.kind, rows, schema))
 
 
 class _Env:
     """What message_row reads of an envelope."""
 
-    def __init__(self, journal: str, begin: int, message: JSONRecord) -> None:
+    def __init__(self, journal: str, begin: int, message: JSONRecord | CSVRecord) -> None:
         self.journal, self.begin, self.message = journal, begin, message
 
 
@@ -111,7 +126,7 @@ async def _replay(task: JournalTask, replay: Replay, schema: pa.Schema
                   ) -> AsyncIterator[pa.RecordBatch]:
     """The committed messages of a transaction opened before the range, read again."""
     after = replay.after
-    async for block in blocks(task, replay.begin, replay.end):
+    async for block in blocks(task, replay.begin, replay.end, _ends(task)):
         decoded = decode(task, block, schema)
         ids = decoded.ids
         candidates = np.flatnonzero((ids.producer == replay.producer) & (ids.flags == 1)
@@ -154,4 +169,4 @@ class Batcher:
         return pa.Table.from_batches(pieces, schema=self.schema).combine_chunks().to_batches()[0]
 
 
-__all__ = ["Emitted", "json_batches", "json_states"]
+__all__ = ["Emitted", "bulk_batches", "bulk_states"]
