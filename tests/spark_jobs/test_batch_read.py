@@ -157,6 +157,7 @@ def test_json_and_csv_with_a_schema_give_its_columns_typed(
         df = read(spark, stack, address, journal, schema=schema, splitBytes=1)
 
         assert df.columns == ["journal", "offset", "uuid", "n", "text"]
+        assert df.rdd.getNumPartitions() >= len(SCENARIO)  # decoded range by range
         assert dict(df.dtypes)["n"] == "bigint"
         rows = sorted(tuple(r) for r in df.collect())
         assert [(j, o, u) for j, o, u, _, _ in rows] == [(journal, o, u) for o, u in
