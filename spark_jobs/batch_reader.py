@@ -17,9 +17,9 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from spark_jobs.arrow_frames import spark_columns
 from spark_jobs.frame_columns import row_schema
 from spark_jobs.journals_frame import list_selection, plan_frame, shared_kind
-from spark_jobs.range_plan import check_journals, plan_ranges
+from spark_jobs.range_plan import plan_ranges, read_offsets
 from spark_jobs.range_read import RangeTask, read_range, scan_states
-from spark_jobs.source_options import EARLIEST, LATEST, ReadOptions, parse_offsets
+from spark_jobs.source_options import ReadOptions
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -57,11 +57,9 @@ class BatchReader(DataSourceReader):
                           ring_size=o.ring_size)
         # A schema that does not fit the journals is refused before any task runs.
         spark_columns(plan.kind, self.schema)
-        starting = parse_offsets(o.starting_offsets, "startingOffsets", EARLIEST)
-        ending = parse_offsets(o.ending_offsets, "endingOffsets", LATEST)
-        names = [spec.name for spec, _ in selection.journals] + selection.suspended
-        check_journals(starting, names, "startingOffsets")
-        check_journals(ending, names, "endingOffsets")
+        starting, ending = read_offsets(
+            o.starting_offsets, o.ending_offsets,
+            [spec.name for spec, _ in selection.journals] + selection.suspended)
         tasks = plan_ranges(plan.tasks, starting=starting, ending=ending,
                             split_bytes=o.split_bytes, schema_json=self.schema_json,
                             scan=scan_states)

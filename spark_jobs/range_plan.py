@@ -25,7 +25,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
 from spark_jobs.frame_source import RAW, JournalTask
 from spark_jobs.range_read import ProducerState, RangeTask
-from spark_jobs.source_options import EARLIEST, LATEST, JournalOffsets
+from spark_jobs.source_options import EARLIEST, LATEST, JournalOffsets, parse_offsets
 
 Scan = Callable[[RangeTask], tuple[ProducerState, ...]]
 
@@ -91,6 +91,17 @@ def check_journals(offsets: JournalOffsets, selected: Iterable[str], name: str) 
         if journal not in known:
             raise ValidationError(f"option {name}", f"journal {journal!r} is not among the "
                                   "journals the selector matches")
+
+
+def read_offsets(starting: str, ending: str, selected: Iterable[str]
+                 ) -> tuple[JournalOffsets, JournalOffsets]:
+    """startingOffsets and endingOffsets, parsed and checked against the journals selected."""
+    names = list(selected)
+    begin = parse_offsets(starting, "startingOffsets", EARLIEST)
+    end = parse_offsets(ending, "endingOffsets", LATEST)
+    check_journals(begin, names, "startingOffsets")
+    check_journals(end, names, "endingOffsets")
+    return begin, end
 
 
 def range_task(source: JournalTask, fragments: Sequence[pb.Fragment], begin: int, end: int,

@@ -13,14 +13,11 @@ from typing import Any
 
 import pytest
 
-from gazette_core.local import s3 as local_s3
-from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.message.framing import PROTOBUF_FIXED
 from spark_jobs.job_errors import SparkJobFailed, failure_line
 from spark_jobs.journals_frame import read_journals
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, ok, stop_stack
+from tests.gazctl.support import ok
 from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401 (a fixture)
 from tests.spark_jobs.batch_support import (
     SCENARIO,
@@ -30,7 +27,7 @@ from tests.spark_jobs.batch_support import (
     persisted_but_spool,
     wait_for,
 )
-from tests.spark_jobs.frames_support import fragments
+from tests.spark_jobs.frames_support import fragments, s3_session, s3_stack
 
 P = "batch"
 JSON_J, CSV_J, RAW_J, PREFIX_J = f"{P}/json", f"{P}/csv", f"{P}/raw", f"{P}/json-prefix"
@@ -42,16 +39,8 @@ PREFIX_APPENDS = 3
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """A stack with the S3 emulator; this process and Spark's workers get its credentials."""
-    directory = tmp_path_factory.mktemp("batch-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")), pytest.MonkeyPatch.context() as mp:
-        for key, value in local_s3.ENV.items():
-            mp.setenv(key, value)
-        try:
-            yield local_stack.up(directory, s3=True, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+    with s3_stack(tmp_path_factory, "batch-stack") as stack:
+        yield stack
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +68,7 @@ def spans(stack: Stack, address: str) -> dict[str, list[tuple[int, int]]]:
 
 @pytest.fixture(scope="module")
 def spark(stack: Stack) -> Any:
-    extra = {f"spark.executorEnv.{k}": v for k, v in local_s3.ENV.items()}
-    return get_session("local[2]", app_name="batch-read-test", extra=extra)
+    return s3_session("local[2]", "batch-read-test")
 
 
 def root(stack: Stack) -> str:
@@ -251,8 +239,7 @@ def test_read_journals_refusals_are_one_line_errors(
 def test_a_batch_read_runs_on_a_standalone_cluster(
         stack: Stack, address: str, spans: dict[str, list[tuple[int, int]]],
         cluster: Cluster) -> None:  # noqa: F811 (the fixture)
-    extra = {f"spark.executorEnv.{k}": v for k, v in local_s3.ENV.items()}
-    spark = get_session(cluster.master, app_name="batch-read-cluster", extra=extra)
+    spark = s3_session(cluster.master, "batch-read-cluster")
 
     for journal in KINDS:  # CSV is on S3, JSON in files
         df = read(spark, stack, address, journal, splitBytes=2500)
