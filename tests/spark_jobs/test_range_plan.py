@@ -1,17 +1,27 @@
 """How batch reads cut journals into ranges, without Spark or brokers: cuts at fragment
-boundaries, offsets options resolved and checked, and each range seeded with the states a
-scan of the ranges before it leaves."""
+boundaries, offsets options resolved and checked, each range seeded with the states a scan
+of the ranges before it leaves, and the client settings `read_journals` hands the source."""
 
 from __future__ import annotations
 
 import pytest
 
+from gazette_core.broker.client.channel import ClientConfig
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
+from gazette_core.server.client_auth import CallAuth
+from gazette_core.server.tls import ClientTLS
 from spark_jobs.frame_source import JSON, RAW, JournalTask
+from spark_jobs.journals_frame import frame_options
 from spark_jobs.range_plan import check_journals, cut_points, journal_bounds, plan_ranges
 from spark_jobs.range_read import ProducerState, RangeTask
-from spark_jobs.source_options import EARLIEST, LATEST, JournalOffsets, parse_offsets
+from spark_jobs.source_options import (
+    EARLIEST,
+    LATEST,
+    JournalOffsets,
+    parse_offsets,
+    read_options,
+)
 
 J = "j/one"
 
@@ -110,3 +120,13 @@ def test_raw_ranges_need_no_scan_and_a_journal_started_mid_way_starts_afresh() -
     assert [(t.begin, t.end, t.producers, t.schema_json) for t in started] == [
         (250, 600, (), "{}")]
     assert spans(started[0]) == [(200, 300), (400, 500), (500, 600)]
+
+
+def test_tls_and_authorization_reach_the_read_options_tasks_are_planned_with() -> None:
+    signed = ClientConfig(tls=ClientTLS("c.pem", "k.pem", "ca.pem"),
+                          auth=CallAuth(key=b"sixteen byte key"))
+    token = ClientConfig(auth=CallAuth(token="s3cret"))
+
+    for client in (signed, token, None):
+        options = frame_options("a=b", broker="https://b:1", client=client)
+        assert read_options(options, streaming=False).client == client
