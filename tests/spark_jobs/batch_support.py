@@ -20,8 +20,8 @@ from gazette_core.broker.client.appender import append
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.message.committed import read_committed
 from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, JSONRecord, Message
-from gazette_core.message.uuid import Flags
-from tests.gazctl.committed_support import csv_record, json_record
+from gazette_core.message.uuid import Flags, build_uuid
+from tests.gazctl.committed_support import CLOCK, csv_record, json_record
 from tests.gazctl.support import ok, wait_primaries
 from tests.spark_jobs.frames_support import fragments
 
@@ -48,6 +48,17 @@ SCENARIO: list[list[Record]] = [
     # A transaction left pending at the end: never committed.
     [(A, 6, CONT), (C, 6, OUT)],
 ]
+# What a read-committed reader must give, known independently of any reader: all but C's
+# rolled-back t2 and t3, A's pending t6, the duplicates and the ACKs; one of each filler.
+COMMITTED: list[tuple[bytes, int, int]] = [
+    (A, 1, CONT), (A, 2, CONT), (B, 1, CONT), (B, 2, CONT), (B, 3, CONT), (C, 1, OUT),
+    (C, 5, OUT), (C, 6, OUT), (D, 1, OUT), (D, 2, OUT), (D, 3, CONT), (D, 4, CONT),
+    *[(F, i + 1, OUT) for i in range(len(SCENARIO))]]
+
+
+def uuid_of(record: tuple[bytes, int, int]) -> str:
+    producer, tick, flags = record
+    return str(build_uuid(producer, CLOCK + tick * 160, flags))
 
 
 def encode(kind: str, record: Record, n: int, text: str = "") -> bytes:
