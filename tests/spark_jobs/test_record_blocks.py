@@ -89,3 +89,11 @@ def test_a_csv_row_without_a_uuid_is_refused_as_the_framing_refuses_it() -> None
     data = b"00000000-0000-0000-0000-000000000000,1\n,2\n"
     with pytest.raises(MessageDecodeError, match="a/b offset 39: cannot decode message"):
         decode(task(CSV), Block(0, data), output_schema(CSV, None))
+
+
+def test_a_csv_field_that_does_not_fit_the_schema_is_named_by_its_offset() -> None:
+    nil = b"00000000-0000-0000-0000-000000000000"
+    data = nil + b",1\n" + nil + b",five\n"
+    schema = output_schema(CSV, StructType([StructField("n", LongType())]))
+    with pytest.raises(ValidationError, match=r"a/b offset 39: CSV field 1 \('five'\)"):
+        decode(task(CSV), Block(0, data), schema)
