@@ -114,10 +114,23 @@ def csv_columns(rows: Sequence[tuple[Any, ...]], docs: pa.Schema) -> list[pa.Arr
             try:
                 column = column.cast(f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise ValidationError(f"column {f.name}", f"CSV field {i + 1} does not fit "
-                                      f"{f.type}: {exc}") from None
+                raise _cast_error(rows, texts, i, f, exc) from None
         out.append(column)
     return out
+
+
+def _cast_error(rows: Sequence[tuple[Any, ...]], texts: list[str | None], i: int,
+                f: pa.Field, exc: Exception) -> ValidationError:
+    """Name the journal and offset of the first CSV field that does not cast to `f`'s type."""
+    import pyarrow as pa
+
+    for row, text in zip(rows, texts, strict=True):
+        try:
+            pa.array([text or None], type=pa.string()).cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return ValidationError("schema", f"{row[0]} offset {row[1]}: CSV field {i + 1} "
+                                   f"({text!r}) does not fit column {f.name} of type {f.type}")
+    return ValidationError(f"column {f.name}", f"CSV field {i + 1} does not fit {f.type}: {exc}")
 
 
 def _decode_error(rows: Sequence[tuple[Any, ...]], exc: Exception) -> ValidationError:

@@ -1,9 +1,11 @@
 """Batch reads of the `gazette` data source: the driver plans ranges, executors read them.
 
-The driver lists the selected journals and their fragments through a broker
-and plans one partition per journal range (a `RangeTask`); each executor
-reads its range straight from the stores (range_read.py) and yields Arrow
-record batches of the committed messages.
+The driver lists the selected journals and their fragments through a broker,
+cuts each journal into ranges of about `splitBytes` seeded with the producer
+states at their begins (range_plan.py), and hands out one partition per
+range (a `RangeTask`); each executor reads its range straight from the
+stores (range_read.py) and yields Arrow record batches of the committed
+messages.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from spark_jobs.arrow_frames import spark_columns
 from spark_jobs.frame_columns import row_schema
 from spark_jobs.journals_frame import list_selection, plan_frame, shared_kind
-from spark_jobs.range_read import RangeTask, read_range
+from spark_jobs.range_plan import plan_ranges, read_offsets
+from spark_jobs.range_read import RangeTask, read_range, scan_states
 from spark_jobs.source_options import ReadOptions
 
 if TYPE_CHECKING:
@@ -34,28 +38,34 @@ class RangePartition(InputPartition):
 
 def default_schema(options: ReadOptions) -> StructType:
     """The columns of the selected journals' framing, when no schema is given."""
-    selection = list_selection(options.broker, options.selector, options.timeout)
+    selection = list_selection(options.broker, options.selector, options.timeout,
+                               options.client)
     return row_schema(shared_kind([spec for spec, _ in selection.journals]))
 
 
 class BatchReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
+        self.schema = schema
         self.schema_json = schema.json()
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.options
-        plan = plan_frame(list_selection(o.broker, o.selector, o.timeout), broker=o.broker,
-                          since=o.since, unpersisted=o.unpersisted, file_root=o.file_root,
-                          file_only=o.file_only, client=o.client)
-        tasks = []
-        for source in plan.tasks:
-            fragments = source.parsed()
-            tasks.append(RangePartition(RangeTask(
-                source=source, begin=fragments[0].begin, end=fragments[-1].end,
-                schema_json=self.schema_json)))
-        return tasks
+        selection = list_selection(o.broker, o.selector, o.timeout, o.client)
+        plan = plan_frame(selection, broker=o.broker, since=o.since, unpersisted=o.unpersisted,
+                          file_root=o.file_root, file_only=o.file_only, client=o.client,
+                          ring_size=o.ring_size)
+        # A schema that does not fit the journals is refused before any task runs.
+        spark_columns(plan.kind, self.schema)
+        starting, ending = read_offsets(
+            o.starting_offsets, o.ending_offsets,
+            [spec.name for spec, _ in selection.journals] + selection.suspended)
+        tasks = plan_ranges(plan.tasks, starting=starting, ending=ending,
+                            split_bytes=o.split_bytes, schema_json=self.schema_json,
+                            scan=scan_states)
+        return [RangePartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return  # Spark's stand-in for a plan of no ranges (nothing to read).
         yield from read_range(partition.task)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyarrow import csv as pacsv
 
 from spark_jobs.frame_columns import META
-from spark_jobs.json_blocks import Block, DecodedBlock, record_starts, repeated
+from spark_jobs.json_blocks import Block, DecodedBlock, record_starts, repeated, uuid_column
 from spark_jobs.uuid_columns import parse_uuids
 
 
@@ -42,10 +42,9 @@ def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBl
         return None
     raw_uuid = table.column(0).combine_chunks()
     ids = parse_uuids(raw_uuid)
-    if ids is None:
-        return None
-    uuid = pc.if_else(pc.equal(raw_uuid, ""), pa.scalar(None, pa.string()),
-                      pc.utf8_lower(raw_uuid))
+    if ids is None or pc.any(pc.equal(raw_uuid, "")).as_py():
+        return None  # The framing refuses a row without a UUID: let it say so.
+    uuid = uuid_column(raw_uuid)
     after = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
     columns = {"journal": repeated(journal, n),
                "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),

@@ -1,7 +1,9 @@
 """Writing a journals DataFrame out as files: the Spark half of `gazctl journals export`.
 
-`export_plan` runs the planned read (journals_frame.py) on a session of
-`master` and writes the table with Spark's writer. CSV cannot hold nested
+`export_plan` runs the read (`spark.read.format("gazette")` through
+journals_frame.load_frame) on a session of `master` and writes the table
+with Spark's writer; the caller's plan of the same read (made to refuse bad
+input before Spark starts) gives the summary's kind and journals. CSV cannot hold nested
 values, so nested columns of JSON documents are written there as JSON text.
 A failed Spark job becomes one GazetteError line: the Python exception an
 executor raised when there is one (a fragment that could not be read, a
@@ -17,13 +19,20 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gazette_core.errors import GazetteError
-from spark_jobs.journals_frame import FramePlan, frame_of, list_selection, plan_frame
+from spark_jobs.job_errors import failure_line
+from spark_jobs.journals_frame import (
+    FramePlan,
+    frame_options,
+    list_selection,
+    load_frame,
+    plan_frame,
+)
 from spark_jobs.prune import FILE_ROOT_ENV, error_exit
 from spark_jobs.session import DEFAULT_MASTER, SparkMasterUnreachable, get_session
 
@@ -32,7 +41,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 FORMATS = ("parquet", "json", "csv")
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Unknown|Fault): ")
 
 
 class ExportFailed(GazetteError):
@@ -49,15 +57,7 @@ class ExportSummary:
 
 def spark_failure(exc: Exception) -> ExportFailed:
     """The one line worth showing of a failed Spark job."""
-    lines = str(exc).splitlines()
-    after_traceback = False
-    for line in lines:
-        if "Traceback (most recent call last)" in line:
-            after_traceback = True
-        elif after_traceback and line and not line[0].isspace() and _EXCEPTION_LINE.match(line):
-            return ExportFailed(f"export failed: {line.strip()}")
-    first = next((line.strip() for line in lines if line.strip()), type(exc).__name__)
-    return ExportFailed(f"export failed: {first}")
+    return ExportFailed(f"export failed: {failure_line(exc)}")
 
 
 def flat_for_csv(df: DataFrame) -> DataFrame:
@@ -71,10 +71,11 @@ def flat_for_csv(df: DataFrame) -> DataFrame:
                        for f in df.schema.fields))
 
 
-def export_plan(plan: FramePlan, to: str, file_format: str, *,
+def export_plan(plan: FramePlan, options: Mapping[str, str], to: str, file_format: str, *,
                 schema: StructType | str | None = None, master: str = DEFAULT_MASTER,
                 overwrite_empty: bool = False) -> ExportSummary:
-    """Read the planned journals on `master` and write them to `to` as `file_format`.
+    """Read the journals of the data source's `options` on `master` and write them to `to`
+    as `file_format`; `plan` is the caller's plan of the same read.
 
     `overwrite_empty` lets Spark replace `to`, which the caller found to be
     an empty directory (Spark refuses any existing path otherwise).
@@ -91,7 +92,7 @@ def export_plan(plan: FramePlan, to: str, file_format: str, *,
         exc.hint = "start the master, or export in this process with --spark-master local[*]"
         raise
     try:
-        df = frame_of(spark, plan, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        df = load_frame(spark, dict(options), schema).persist(StorageLevel.MEMORY_AND_DISK)
         out = flat_for_csv(df) if file_format == "csv" else df
         writer = out.write.mode("overwrite" if overwrite_empty else "errorifexists")
         if file_format == "csv":
@@ -126,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_frame(list_selection(args.address, args.selector), broker=args.address,
                           since=args.since, unpersisted=not args.persisted_only,
                           file_root=args.file_root, file_only=args.file_only)
-        summary = export_plan(plan, args.to, args.file_format, schema=args.schema,
+        options = frame_options(args.selector, broker=args.address, since=args.since,
+                                unpersisted=not args.persisted_only, file_root=args.file_root,
+                                file_only=args.file_only)
+        summary = export_plan(plan, options, args.to, args.file_format, schema=args.schema,
                               master=args.spark_master)
     except GazetteError as exc:
         return error_exit(exc)

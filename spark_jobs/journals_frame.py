@@ -29,6 +29,7 @@ are not read (their fragments are not listed), as with prune.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -46,9 +47,9 @@ from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.errors import ValidationError
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, PROTOBUF_FIXED, content_type
-from spark_jobs.frame_columns import columns_of, row_schema
-from spark_jobs.frame_rows import partition_rows
+from spark_jobs.frame_columns import META, column_name, columns_of, parse_schema, row_schema
 from spark_jobs.frame_source import CSV, JSON, RAW, JournalTask, is_persisted
+from spark_jobs.job_errors import spark_call
 from spark_jobs.prune import FILE_ROOT_ENV, Selection, check_file_root, fetch_selection
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def covering(fragments: list[pb.Fragment], since: int, unpersisted: bool) -> lis
 
 def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted: bool = True,
                file_root: str | None = None, file_only: bool = False,
-               client: ClientConfig | None = None) -> FramePlan:
+               client: ClientConfig | None = None, ring_size: int = 8192) -> FramePlan:
     """One task per selected journal with content to read (pure: no I/O).
 
     `client` is the TLS and authorization executors read unpersisted content
@@ -130,11 +131,13 @@ def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted
             journal=spec.name, kind=plan.kind,
             fragments=tuple(f.SerializeToString() for f in chosen),
             broker=broker if any(not is_persisted(f) for f in chosen) else "",
-            file_root=file_root or "", file_only=file_only, client=client))
+            file_root=file_root or "", file_only=file_only, ring_size=ring_size,
+            client=client))
     return plan
 
 
-def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT) -> Selection:
+def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT,
+                   client: ClientConfig | None = None) -> Selection:
     """The journals `selector` matches and their fragments, listed through `broker`."""
     if not selector.strip():
         raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
@@ -142,7 +145,7 @@ def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT)
 
     async def fetch() -> Selection:
         try:
-            return await fetch_selection(journal_stub(broker), sel, selector, timeout)
+            return await fetch_selection(journal_stub(broker, client), sel, selector, timeout)
         finally:
             await close_channels()
 
@@ -160,21 +163,68 @@ def read_journals(spark: SparkSession, selector: str, *, broker: str | None = No
     `schema` (a StructType or DDL such as "n LONG, text STRING") types the
     document columns; `since` (unix seconds) skips fragments persisted
     before it; `file_root` roots `file://` stores (all stores with
-    `file_only`), as the brokers' --broker.file-root does.
+    `file_only`), as the brokers' --broker.file-root does. The read is
+    `spark.read.format("gazette")` with these as its options.
     """
-    broker = broker or default_address()
-    file_root = file_root or os.environ.get(FILE_ROOT_ENV) or None
-    plan = plan_frame(list_selection(broker, selector, timeout), broker=broker, since=since,
-                      unpersisted=unpersisted, file_root=file_root, file_only=file_only)
-    return frame_of(spark, plan, schema)
+    options = frame_options(selector, broker=broker, since=since, unpersisted=unpersisted,
+                            file_root=file_root, file_only=file_only, timeout=timeout)
+    return load_frame(spark, options, schema)
 
 
-def frame_of(spark: SparkSession, plan: FramePlan,
-             schema: StructType | str | None = None) -> DataFrame:
-    """The DataFrame of a plan: rows made on executors, columns by the plan's kind."""
-    sc = spark.sparkContext
-    rdd = sc.parallelize(plan.tasks, max(1, len(plan.tasks))).mapPartitions(partition_rows)
-    # Executors make rows of the schema's types already: checking each one costs time.
-    base = spark.createDataFrame(rdd, row_schema(plan.kind), verifySchema=False)
-    return columns_of(spark, base, plan.kind, schema)
+def frame_options(selector: str, *, broker: str | None = None, since: int = 0,
+                  unpersisted: bool = True, file_root: str | None = None,
+                  file_only: bool = False, timeout: float = DEFAULT_TIMEOUT,
+                  client: ClientConfig | None = None) -> dict[str, str]:
+    """The `gazette` data source's options of a read (Spark's are strings)."""
+    options = {"selector": selector, "broker": broker or default_address(),
+               "since": str(since), "unpersisted": str(unpersisted).lower(),
+               "fileOnly": str(file_only).lower(), "timeout": str(timeout)}
+    if root := file_root or os.environ.get(FILE_ROOT_ENV):
+        options["fileRoot"] = root
+    return options | client_options(client)
 
+
+def client_options(client: ClientConfig | None) -> dict[str, str]:
+    """A client configuration as the data source's TLS and authorization options."""
+    if client is None:
+        return {}
+    tls = {"tlsCertFile": client.tls.cert_file, "tlsKeyFile": client.tls.key_file,
+           "tlsCaFile": client.tls.ca_file}
+    options = {name: value for name, value in tls.items() if value}
+    if client.auth is not None and client.auth.key:
+        options["authKeys"] = base64.b64encode(client.auth.key).decode()
+    elif client.auth is not None and client.auth.token:
+        options["authToken"] = client.auth.token
+    return options
+
+
+def load_frame(spark: SparkSession, options: dict[str, str],
+               schema: StructType | str | None = None) -> DataFrame:
+    """The DataFrame of a `gazette` read: the data source's rows, the documents' columns
+    typed by `schema` (after the metadata) or, for JSON without one, inferred in the JVM."""
+    from spark_jobs.datasource import FORMAT, register
+
+    given = parse_schema(schema)
+    register(spark)
+    reader = spark.read.format(FORMAT).options(**options)
+    base = spark_call(reader.load)
+    kind = kind_of(base.columns)
+    if given is None or kind == RAW:
+        return spark_call(lambda: columns_of(spark, base, kind, None))
+    return spark_call(reader.schema(source_schema(kind, given)).load)
+
+
+def kind_of(columns: list[str]) -> str:
+    """The framing of a read, by the last of its undecoded columns (frame_columns.row_schema)."""
+    return {"value": JSON, "fields": CSV}.get(columns[-1], RAW)
+
+
+def source_schema(kind: str, given: StructType) -> StructType:
+    """The data source's columns for document columns `given`: the metadata, then each
+    field (`doc_journal` for a document's own `journal`). A JSON document's uuid is the
+    uuid column; a CSV record's fields are after it."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [f for f in given.fields if not (kind == JSON and f.name == "uuid")]
+    return StructType([f for f in row_schema(kind).fields if f.name in META] + [
+        StructField(column_name(f.name), f.dataType, f.nullable, f.metadata) for f in fields])

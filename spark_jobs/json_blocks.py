@@ -28,6 +28,7 @@ from spark_jobs.frame_source import JournalTask, content
 from spark_jobs.uuid_columns import UUIDColumns, parse_uuids
 
 BLOCK_BYTES = 4 << 20
+NIL = "00000000-0000-0000-0000-000000000000"
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,7 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
     ids = parse_uuids(raw_uuid)
     if ids is None:
         return None
-    uuid = pc.if_else(pc.equal(raw_uuid, ""), pa.scalar(None, pa.string()),
-                      pc.utf8_lower(raw_uuid))
+    uuid = uuid_column(raw_uuid)
     columns = {
         "journal": repeated(journal, n),
         "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
@@ -118,6 +118,13 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
         columns[f.name] = table.column(document_name(f.name)).combine_chunks()
     batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def uuid_column(raw: pa.Array) -> pa.Array:
+    """The UUID column of UUID texts: lower case, null for none ("" or the nil UUID)."""
+    lowered = pc.utf8_lower(raw)
+    none = pc.or_(pc.equal(lowered, ""), pc.equal(lowered, NIL))
+    return pc.if_else(none, pa.scalar(None, pa.string()), lowered)
 
 
 def repeated(text: str, n: int) -> pa.Array:

@@ -9,6 +9,7 @@ The JVM a session starts writes its console output (Spark's log lines and the
 JVM's own warnings, the Python workers' stderr in local mode) to `jvm_log()`,
 by default `~/.local/state/gazette/spark.log`, never to the terminal: a
 command's own output (a table, JSON) is all that reaches stdout and stderr.
+Every session handed out knows the `gazette` data source (datasource.register).
 Under spark-submit the JVM is spark-submit's and its output stays where it is.
 """
 
@@ -135,6 +136,9 @@ def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
     _start_jvm(conf)
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    from spark_jobs.datasource import register
+
+    register(session)  # `format("gazette")` works in every session handed out here.
     _session = session
     return session
 

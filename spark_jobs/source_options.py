@@ -9,9 +9,10 @@ typo (`startingOffset`) is one clear line rather than silently ignored.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gazette_core.broker.client.channel import ClientConfig, default_address
 from gazette_core.errors import ValidationError
@@ -21,6 +22,9 @@ from spark_jobs.prune import FILE_ONLY_ENV, FILE_ROOT_ENV, TRUE
 
 DEFAULT_SPLIT_BYTES = 64 << 20
 DEFAULT_RING_SIZE = 8192
+# Offsets of startingOffsets/endingOffsets that are not byte offsets, as Kafka's source has them.
+EARLIEST = -2
+LATEST = -1
 
 # How the client reaches brokers: shared by reads and writes.
 CLIENT_OPTIONS = ("broker", "tlsCertFile", "tlsKeyFile", "tlsCaFile", "authToken", "authKeys")
@@ -117,6 +121,38 @@ def client_config(options: Mapping[str, str]) -> ClientConfig | None:
     return ClientConfig(tls=tls, auth=auth)
 
 
+@dataclass(frozen=True)
+class JournalOffsets:
+    """startingOffsets or endingOffsets, parsed: an offset per journal named, and the rest's."""
+
+    default: int = EARLIEST
+    journals: dict[str, int] = field(default_factory=dict)
+
+    def of(self, journal: str) -> int:
+        """The journal's offset: a byte offset, EARLIEST or LATEST."""
+        return self.journals.get(journal, self.default)
+
+
+def parse_offsets(value: str, name: str, default: int) -> JournalOffsets:
+    """`earliest`, `latest` or JSON `{"journal": offset}` (-2 earliest, -1 latest); journals
+    the JSON does not name take `default`."""
+    text = value.strip()
+    if text.lower() in ("earliest", "latest"):
+        return JournalOffsets(EARLIEST if text.lower() == "earliest" else LATEST)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ValidationError(f"option {name}", f"{value!r} is not earliest, latest or a JSON "
+                              "object of offsets by journal name, e.g. {\"acme/clicks\": 1024}")
+    for journal, offset in parsed.items():
+        if type(offset) is not int or offset < EARLIEST:
+            raise ValidationError(f"option {name}", f"offset {offset!r} of journal {journal} "
+                                  "is not a byte offset, -2 (earliest) or -1 (latest)")
+    return JournalOffsets(default, dict(parsed))
+
+
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """The options of a read, checked: unknown names and bad values are refused."""
     known = STREAM_READ_OPTIONS if streaming else BATCH_READ_OPTIONS
@@ -127,6 +163,10 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         raise ValidationError("option selector", "a label selector is required, e.g. "
                               ".option(\"selector\", \"topic=clicks\")")
     file_only_default = os.environ.get(FILE_ONLY_ENV, "").lower() in TRUE
+    starting = (option(options, "startingOffsets") or "earliest").strip()
+    ending = (option(options, "endingOffsets") or "latest").strip()
+    parse_offsets(starting, "startingOffsets", EARLIEST)  # Refused here rather than in a task.
+    parse_offsets(ending, "endingOffsets", LATEST)
     return ReadOptions(
         selector=selector,
         broker=(option(options, "broker") or "").strip() or default_address(),
@@ -136,8 +176,8 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         since=parse_int(options, "since", 0),
         unpersisted=parse_bool(options, "unpersisted", True),
         split_bytes=parse_int(options, "splitBytes", DEFAULT_SPLIT_BYTES),
-        starting_offsets=(option(options, "startingOffsets") or "earliest").strip(),
-        ending_offsets=(option(options, "endingOffsets") or "latest").strip(),
+        starting_offsets=starting,
+        ending_offsets=ending,
         max_bytes_per_trigger=parse_int(options, "maxBytesPerTrigger", 0),
         fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
         ring_size=parse_int(options, "ringSize", DEFAULT_RING_SIZE, minimum=1),

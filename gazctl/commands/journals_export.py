@@ -1,7 +1,8 @@
 """`gazctl journals export`: write selected journals out as Parquet, JSON or CSV files.
 
-Listing runs here through the broker; reading and writing run as a Spark job
-(`spark_jobs.journals_frame`) on `--spark-master`: executors read fragments
+Listing runs here through the broker (bad input is refused before Spark
+starts); reading and writing run as a Spark job (`spark.read.format("gazette")`
+through `spark_jobs.journals_frame`) on `--spark-master`: executors read fragments
 straight from their stores, keep committed messages only, and Spark writes
 the table to `--to`. One line on stdout says what was written.
 """
@@ -15,7 +16,13 @@ import typer
 
 from gazctl.commands.fragment_listing import list_selection
 from gazctl.commands.selection import require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, broker_address
+from gazctl.config import (
+    BrokerAddress,
+    RequiredSelector,
+    Timeout,
+    broker_address,
+    connect_timeout,
+)
 from gazctl.connection import client_config
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity
@@ -23,7 +30,7 @@ from gazctl.timeflags import since_to_unix
 from gazctl.usage import UsageError
 from spark_jobs.frame_export import ExportSummary, export_plan
 from spark_jobs.frame_source import RAW
-from spark_jobs.journals_frame import plan_frame
+from spark_jobs.journals_frame import frame_options, plan_frame
 from spark_jobs.session import DEFAULT_MASTER
 
 
@@ -68,13 +75,17 @@ def export(
     address = broker_address(broker)
     root, _ = resolve_file_root(file_root, address)
     selection = list_selection(broker, sel, selector, timeout)
+    client = client_config()
     plan = plan_frame(selection, broker=address, since=begin, unpersisted=not persisted_only,
-                      file_root=root, file_only=file_only, client=client_config())
+                      file_root=root, file_only=file_only, client=client)
+    options = frame_options(selector, broker=address, since=begin,
+                            unpersisted=not persisted_only, file_root=root, file_only=file_only,
+                            timeout=connect_timeout(timeout), client=client)
     if plan.kind == RAW and file_format is FileFormat.csv:
         raise UsageError("--format", "journals without a message framing hold bytes, which "
                                      "CSV cannot: export them as parquet or json")
     with activity(f"Exporting {len(plan.tasks)} journals on {spark_master}"):
-        summary = export_plan(plan, to, file_format.value, schema=schema or None,
+        summary = export_plan(plan, options, to, file_format.value, schema=schema or None,
                               master=spark_master, overwrite_empty=destination)
     _report(summary, to)
 

@@ -13,14 +13,22 @@ import csv
 import io
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+import pytest
+
 from gazette_core.broker.client.journals import list_fragments
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.local import s3 as local_s3
+from gazette_core.local import stack as local_stack
+from gazette_core.local.stack import Stack
 from gazette_core.message.uuid import Flags, build_uuid
-from tests.gazctl.support import ok, wait_primaries, with_broker
+from spark_jobs.session import get_session, stop_session
+from tests.gazctl.support import isolated_state_home, ok, stop_stack, wait_primaries, with_broker
 
 PRODUCER = bytes.fromhex("010203040506")
 OTHER = bytes.fromhex("0b0b0b0b0b0b")
@@ -38,6 +46,28 @@ JOURNALS = [
     ("raw/snappy", "raw", "SNAPPY", True),
 ]
 CONTENT_TYPES = {"json": "application/x-ndjson", "csv": "text/csv"}
+
+
+@contextmanager
+def s3_stack(factory: pytest.TempPathFactory, name: str) -> Iterator[Stack]:
+    """A stack with the S3 emulator; this process and Spark's workers get its credentials.
+    The module's Spark session is stopped with it."""
+    directory = factory.mktemp(name)
+    with isolated_state_home(factory.mktemp("state")), pytest.MonkeyPatch.context() as mp:
+        for key, value in local_s3.ENV.items():
+            mp.setenv(key, value)
+        try:
+            yield local_stack.up(directory, s3=True, timeout=60, activate=False)
+        finally:
+            stop_session()
+            stop_stack(directory)
+
+
+def s3_session(master: str, app_name: str) -> Any:
+    """A Spark session whose executors have the S3 emulator's credentials."""
+    # Workers of an earlier session's JVM would lack them: get_session starts a new one.
+    extra = {f"spark.executorEnv.{k}": v for k, v in local_s3.ENV.items()}
+    return get_session(master, app_name=app_name, extra=extra)
 
 
 @dataclass

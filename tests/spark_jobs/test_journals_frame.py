@@ -15,21 +15,20 @@ from typing import Any
 
 import pytest
 
-from gazette_core.local import s3 as local_s3
-from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.testing.etcd import free_port
 from spark_jobs import frame_export
 from spark_jobs.frame_rows import task_rows
 from spark_jobs.journals_frame import list_selection, plan_frame, read_journals
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, ok, one_error_line, run_main, stop_stack
+from tests.gazctl.support import ok, one_error_line, run_main
 from tests.spark_jobs.frames_support import (
     JOURNALS,
     Written,
     expected_rows,
     fragments,
     populate,
+    s3_session,
+    s3_stack,
 )
 
 P = "frames"
@@ -40,16 +39,8 @@ JSON_COLUMNS = ["journal", "offset", "uuid", "producer", "doc_journal", "n", "te
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """A stack with the S3 emulator; this process and Spark's workers get its credentials."""
-    directory = tmp_path_factory.mktemp("frames-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")), pytest.MonkeyPatch.context() as mp:
-        for key, value in local_s3.ENV.items():
-            mp.setenv(key, value)
-        try:
-            yield local_stack.up(directory, s3=True, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+    with s3_stack(tmp_path_factory, "frames-stack") as stack:
+        yield stack
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +56,7 @@ def written(stack: Stack, address: str) -> dict[str, Written]:
 
 @pytest.fixture(scope="module")
 def spark(stack: Stack) -> Any:
-    # Workers of an earlier session's JVM would lack the emulator's credentials.
-    extra = {f"spark.executorEnv.{k}": v for k, v in local_s3.ENV.items()}
-    return get_session("local[*]", app_name="frames-test", extra=extra)
+    return s3_session("local[*]", "frames-test")
 
 
 def root(stack: Stack) -> str:
@@ -229,9 +218,10 @@ def test_a_fragment_missing_from_its_store_fails_the_export_with_one_line(
                               "--file-root", str(elsewhere))
 
     assert (code, out) == (1, "")
-    assert one_error_line(err).startswith(
-        "error: export failed: FileNotFoundError: [Errno 2] No such file or directory: "
-        f"'{elsewhere}/{P}/raw/none/0000000000000000-")
+    line = one_error_line(err)
+    assert line.startswith("error: export failed: gazette_core.broker.stores.base."
+                           "StoreNotFoundError: file store 'file:///': open ")
+    assert f"{elsewhere}/{P}/raw/none/0000000000000000-" in line
 
 
 def test_the_export_job_runs_on_its_own_and_prints_a_json_summary(

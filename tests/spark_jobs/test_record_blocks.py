@@ -70,3 +70,30 @@ def test_a_document_that_does_not_fit_the_schema_is_named_by_its_offset() -> Non
     data = b'{"uuid":"","n":1}\n{"uuid":"","n":"five"}\n'
     with pytest.raises(ValidationError, match="a/b offset 118: the document does not fit"):
         decode(task(JSON), Block(100, data), output_schema(JSON, TYPED))
+
+
+@pytest.mark.parametrize("kind", [JSON, CSV])
+def test_the_nil_uuid_is_no_uuid_in_bulk_as_record_by_record(kind: str) -> None:
+    nil = "00000000-0000-0000-0000-000000000000"
+    data = (f'{{"uuid":"{nil}","n":1}}\n{{"uuid":"","n":2}}\n' if kind == JSON
+            else f"{nil},1\n{nil},2\n").encode()
+    schema = output_schema(kind, None)
+    bulk = (decode_block if kind == JSON else decode_csv_block)("a/b", Block(0, data), schema)
+    assert bulk is not None
+    assert bulk.batch.column("uuid").to_pylist() == [None, None]
+    slow = slow_block(task(kind), Block(0, data), schema)
+    assert bulk.batch.to_pylist() == slow.batch.to_pylist()
+
+
+def test_a_csv_row_without_a_uuid_is_refused_as_the_framing_refuses_it() -> None:
+    data = b"00000000-0000-0000-0000-000000000000,1\n,2\n"
+    with pytest.raises(MessageDecodeError, match="a/b offset 39: cannot decode message"):
+        decode(task(CSV), Block(0, data), output_schema(CSV, None))
+
+
+def test_a_csv_field_that_does_not_fit_the_schema_is_named_by_its_offset() -> None:
+    nil = b"00000000-0000-0000-0000-000000000000"
+    data = nil + b",1\n" + nil + b",five\n"
+    schema = output_schema(CSV, StructType([StructField("n", LongType())]))
+    with pytest.raises(ValidationError, match=r"a/b offset 39: CSV field 1 \('five'\)"):
+        decode(task(CSV), Block(0, data), schema)
