@@ -57,6 +57,7 @@ def start(spark: SparkSession, checkpoint: str, broker: str, file_root: str | No
           window: str = "10 seconds", lateness: str = "5 seconds",
           available_now: bool = False) -> StreamingQuery:
     """Start the query; it resumes from `checkpoint` when that holds an earlier run's."""
+    register(spark)  # any session will do, not only get_session()'s
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     writer = window_counts(spark, broker, file_root, window, lateness).writeStream \
         .format(FORMAT).outputMode("append").option("broker", broker) \
@@ -86,7 +87,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-master", default="local[*]", help="Spark master URL")
     args = parser.parse_args(argv)
     spark = get_session(args.spark_master, app_name="click-windows")
-    register(spark)
     try:
         query = start(spark, args.checkpoint, args.address, args.file_root, args.window,
                       args.lateness, args.available_now)

@@ -20,7 +20,6 @@ from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.interfaces import JSONMessage
-from spark_jobs.datasource import register
 from spark_jobs.session import get_session, stop_session
 from tests.gazctl.support import isolated_state_home, ok, stop_stack, wait_primaries, with_broker
 
@@ -73,7 +72,6 @@ def _iso(ts: datetime) -> str:
 def run_once(address: str, stack: Stack, checkpoint: Path) -> None:
     """The job until it has processed what the clicks journal holds (closing windows too)."""
     spark = get_session("local[2]", app_name="click-windows-test")
-    register(spark)
     query = job.start(spark, str(checkpoint), address, str(stack.directory / "fragments"),
                       window=f"{WINDOW_S} seconds", lateness=f"{LATENESS_S} seconds")
     try:
