@@ -46,7 +46,7 @@ async def bulk_batches(task: JournalTask, begin: int, end: int,
                        producers: tuple[ProducerState, ...], schema: pa.Schema
                        ) -> AsyncIterator[pa.RecordBatch]:
     """The committed messages whose commit point is in [begin, end), in `schema`."""
-    sequencer = BulkSequencer(begin, producers)
+    sequencer = BulkSequencer(begin, producers, max_held=task.ring_size)
     kept: dict[int, DecodedBlock] = {}
     out = Batcher(schema)
     number = 0

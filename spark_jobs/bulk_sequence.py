@@ -18,8 +18,11 @@ are mirrored per message in `_one`:
 A block of messages all published outside transactions, each producer's
 clocks rising past its last ACK (the common case), is decided with a few
 array operations; any other block goes message by message. Held messages
-are kept as references into their blocks, never in a ring: a range is
-bounded, and nothing needs reading twice but spans opened before it.
+are kept as references into their blocks (which stay in memory meanwhile),
+up to `max_held` of them: past that, the producer holding the most lets its
+messages go, and its commit reads its span again (a `Replay`), as the
+Sequencer does when its ring overflows. Spans opened before the range are
+always read again.
 """
 
 from __future__ import annotations
@@ -57,20 +60,24 @@ class Producer:
     max_clock: int
     begin: int = -1
     held: list[tuple[int, int, int]] = field(default_factory=list)  # (block, row, clock)
+    evicted: bool = False  # Held messages were let go: a commit reads the span again.
 
     def reset(self, clock: int) -> None:
         self.last_ack = self.max_clock = clock
         self.begin = -1
         self.held = []
+        self.evicted = False
 
 
 class BulkSequencer:
     """Sequences the blocks of one range [begin, ...) from the producers' states at begin."""
 
     def __init__(self, begin: int, seeds: Iterable[ProducerState] = (), *,
-                 hold: bool = True) -> None:
+                 hold: bool = True, max_held: int = 1 << 20) -> None:
         self._begin = begin
         self._hold = hold  # False: track states only (a scan), emit nothing.
+        self._max_held = max_held
+        self._held = 0  # Messages held by all producers.
         self._producers: dict[int, Producer] = {
             int(pid, 16): Producer(last_ack, max(max_clock, last_ack), span)
             for pid, last_ack, max_clock, span in seeds}
@@ -142,24 +149,41 @@ class BulkSequencer:
                 if p.begin == -1:
                     p.begin = offset
                 p.max_clock = clock
-                if self._hold:
+                if self._hold and not p.evicted:
                     p.held.append((number, row, clock))
+                    self._held += 1
+                    if self._held > self._max_held:
+                        self._evict()
             return None
         if flags == Flags.ACK_TXN:
             if clock <= p.last_ack:
+                self._release(p)
                 p.reset(clock)  # A rollback.
                 return None
-            committed = self._commit(pid, p, clock)
+            committed = self._commit(pid, p, clock, offset)
+            self._release(p)
             p.reset(clock)
             return committed
         if clock <= p.last_ack:
             return None  # OUTSIDE_TXN, a duplicate.
+        self._release(p)
         p.reset(clock)
         return [row]
 
-    def _commit(self, pid: int, p: Producer, clock: int) -> list[Emitted]:
-        """The producer's open span, committed through `clock` by an ACK."""
+    def _release(self, p: Producer) -> None:
+        self._held -= len(p.held)
+
+    def _evict(self) -> None:
+        """Let go of the largest holder's messages: its commit will read them again."""
+        p = max(self._producers.values(), key=lambda p: len(p.held))
+        self._release(p)
+        p.held, p.evicted = [], True
+
+    def _commit(self, pid: int, p: Producer, clock: int, ack: int) -> list[Emitted]:
+        """The producer's open span, committed through `clock` by an ACK at offset `ack`."""
         out: list[Emitted] = []
+        if p.evicted:
+            return [Replay(pid, p.begin, ack, p.last_ack, clock)]
         if p.begin != -1 and p.begin < self._begin:
             out.append(Replay(pid, p.begin, self._begin, p.last_ack, clock))
         block, rows = -1, list[int]()

@@ -61,22 +61,31 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
     pending, base = bytearray(), -1
     async for offset, chunk in content(task, begin, end):
         if offset != base + len(pending):
-            pending, base = bytearray(), offset  # A partial record before a gap is lost.
+            if pending:
+                whole = _whole(pending, ends)
+                if whole:
+                    yield Block(base, bytes(pending[:whole]))
+            # A partial record before the gap is lost.
+            pending, base = bytearray(), offset
         pending += chunk
         if len(pending) >= block_bytes:
-            found = ends(pending)
-            cut = int(found[-1]) if len(found) else 0
+            cut = _whole(pending, ends)
             if cut:
                 yield Block(base, bytes(pending[:cut]))
                 del pending[:cut]
                 base += cut
-    found = ends(pending)
-    cut = int(found[-1]) if len(found) else 0
+    cut = _whole(pending, ends)
     if cut:
         yield Block(base, bytes(pending[:cut]))
     if len(pending) > cut:
         raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
                                  f"{len(pending) - cut}-byte partial record")
+
+
+def _whole(data: bytearray, ends: Callable[[bytes | bytearray], np.ndarray]) -> int:
+    """How many bytes of `data` are whole records."""
+    found = ends(data)
+    return int(found[-1]) if len(found) else 0
 
 
 def record_starts(data: bytes, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends

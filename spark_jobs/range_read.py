@@ -114,3 +114,13 @@ async def _closing(states: Awaitable[tuple[ProducerState, ...]]) -> tuple[Produc
         return await states
     finally:
         await close_channels()
+
+
+def journal_rows(source: JournalTask) -> Iterator[tuple[Any, ...]]:
+    """Every row of one whole task as tuples: its fragments read as a single range."""
+    fragments = source.parsed()
+    if not fragments:
+        return
+    task = RangeTask(source=source, begin=fragments[0].begin, end=fragments[-1].end)
+    for batch in read_range(task):
+        yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)

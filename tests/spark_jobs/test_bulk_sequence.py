@@ -5,7 +5,8 @@ Journals are random mixes of what producers do: messages outside transactions, t
 committed or rolled back by their ACK, duplicates of earlier messages (a retried append),
 messages without a UUID. The reference is `sequence_committed` over the whole journal; the bulk
 side cuts it into ranges, seeds each with the states the previous ranges' scans left, and
-each range into blocks, resolving replays of transactions opened before a range.
+each range into blocks, resolving replays of transactions opened before a range or whose
+held messages were let go (a small `max_held`).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def resolve(events: list[Event], replay: Replay) -> list[int]:
     return out
 
 
-def bulk(events: list[Event], cuts: list[int], block_rows: int) -> list[int]:
+def bulk(events: list[Event], cuts: list[int], block_rows: int, max_held: int) -> list[int]:
     """Committed offsets, range by range, each range seeded by scans of those before."""
     states: tuple[ProducerState, ...] = ()
     out: list[int] = []
@@ -112,7 +113,7 @@ def bulk(events: list[Event], cuts: list[int], block_rows: int) -> list[int]:
     for lo, hi in itertools.pairwise(bounds):
         part = events[lo:hi]
         begin = part[0][0] if part else 10 * lo
-        reader = BulkSequencer(begin, states)
+        reader = BulkSequencer(begin, states, max_held=max_held)
         scanner = BulkSequencer(begin, states, hold=False)
         blocks = [part[i:i + block_rows] for i in range(0, len(part), block_rows)]
         for number, block in enumerate(blocks):
@@ -135,7 +136,8 @@ def test_ranges_and_blocks_commit_what_the_sequencer_commits(seed: int) -> None:
     expected = reference(events)
     for _ in range(4):
         cuts = sorted(rng.sample(range(1, len(events)), rng.randint(0, 6)))
-        assert bulk(events, cuts, rng.choice((1, 3, 7, 50, 1000))) == expected, (seed, cuts)
+        blocks, held = rng.choice((1, 3, 7, 50, 1000)), rng.choice((1, 2, 5, 1 << 20))
+        assert bulk(events, cuts, blocks, held) == expected, (seed, cuts, blocks, held)
 
 
 def test_a_block_of_rising_messages_outside_transactions_is_committed_whole() -> None:
