@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import content_type
 from gazette_core.message.interfaces import CSVRecord, JSONRecord, Message
-from tests.gazctl.support import ok, wait_primaries, with_broker
+from gazette_core.message.uuid import Flags, get_parts
+from tests.gazctl.support import content, ok, wait_primaries, with_broker
 
 JSON_TYPE, CSV_TYPE = "application/x-ndjson", "text/csv"
 
@@ -76,3 +79,24 @@ def gate(path: str) -> None:
     """Block (in a Spark task) until the test creates `path`."""
     while not Path(path).exists():
         time.sleep(0.05)
+
+
+def records(address: str, journal: str) -> list[bytes]:
+    """Every record of a JSON journal, committed or not (ACKs included)."""
+    return content(address, journal).splitlines()
+
+
+def rolled_back(lines: list[bytes]) -> dict[str, bool]:
+    """Per producer of `lines` (JSON records): whether an ACK below its first clock follows."""
+    first: dict[str, int] = {}
+    rolled: dict[str, bool] = {}
+    for line in lines:
+        u = UUID(json.loads(line)["uuid"])
+        clock, flags, producer = get_parts(u)
+        pid = producer.hex()
+        if flags == Flags.CONTINUE_TXN:
+            first.setdefault(pid, clock)
+            rolled.setdefault(pid, False)
+        elif flags == Flags.ACK_TXN and pid in first:
+            rolled[pid] = clock < first[pid]
+    return rolled
