@@ -19,6 +19,7 @@ from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.message.mapping import fnv1a32
 from spark_jobs.datasource import register
+from spark_jobs.frame_export import spark_failure
 from spark_jobs.session import get_session, stop_session
 from tests.gazctl.support import isolated_state_home, stop_stack
 from tests.spark_jobs.sink_support import (
@@ -67,9 +68,8 @@ def spark(stack: Stack) -> Any:
     return session
 
 
-def write(df: Any, address: str, **options: str) -> None:
-    df.write.format("gazette").mode("append").option("broker", address).options(
-        **options).save()
+def write(df: Any, address: str, mode: str = "append", **options: str) -> None:
+    df.write.format("gazette").mode(mode).option("broker", address).options(**options).save()
 
 
 def test_batch_write_is_read_back_once_as_json_and_csv(spark: Any, address: str) -> None:
@@ -200,3 +200,47 @@ def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_pat
     # abort() rolled partition 0's producer back: an ACK below its first clock follows it.
     producers = rolled_back(records(address, journal))
     assert producers and all(producers.values())
+
+
+@pytest.mark.parametrize(("options", "columns", "error"), [
+    ({"journal": f"{P}/json", "colour": "red"}, "n LONG",
+     "option colour: unknown option of a write; known: journal, path, partitions"),
+    ({"journal": f"{P}/missing"}, "n LONG",
+     f"option journal: journal '{P}/missing' does not exist"),
+    ({"journal": f"{P}/raw"}, "n LONG", f"journal {P}/raw: has no content-type label"),
+    ({}, "n LONG", "option journal: say where rows go"),
+    ({"partitions": f"sink={P}"}, "n LONG", "option keyColumn: writing to partitions needs"),
+    ({"partitions": f"sink={P}", "keyColumn": "user"}, "n LONG",
+     "option keyColumn: no column 'user' in the DataFrame"),
+    ({"journal": f"{P}/bad"}, "n LONG, uuid STRING", "column uuid: each message gets its own"),
+])
+def test_bad_writes_are_one_line_and_write_nothing(
+        spark: Any, address: str, options: dict[str, str], columns: str, error: str) -> None:
+    df = spark.createDataFrame([], columns)
+    with pytest.raises(Exception) as failure:
+        write(df, address, **options)
+    assert error in spark_error(failure.value)
+    assert write_head(address, f"{P}/bad") == 0
+
+
+def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> None:
+    df = spark.createDataFrame([(1, 0.5), (2, float("nan"))], "n LONG, x DOUBLE").repartition(1)
+    with pytest.raises(Exception) as failure:
+        write(df, address, journal=f"{P}/bad")
+    assert "column x (nan): cannot be written as a message" in spark_error(failure.value)
+    routed = spark.createDataFrame([(f"{P}/bad", 1), (f"{P}/nowhere", 2)], "journal STRING, n LONG")
+    with pytest.raises(Exception) as failure:
+        write(routed.repartition(1), address)
+    assert f"journal '{P}/nowhere' does not exist" in spark_error(failure.value)
+    with pytest.raises(Exception) as failure:
+        write(spark.createDataFrame([(1,)], "n LONG"), address, journal=f"{P}/bad",
+              mode="overwrite")
+    assert "journals are append-only" in spark_error(failure.value)
+    assert write_head(address, f"{P}/bad") == 0
+
+
+def spark_error(exc: BaseException) -> str:
+    """The line gazctl shows of a failed Spark job (our error's own message)."""
+    line = str(spark_failure(exc))  # type: ignore[arg-type]
+    print(line)
+    return line
