@@ -57,6 +57,13 @@ def address(stack: Stack) -> str:
     return address
 
 
+@pytest.fixture(scope="module")
+def spark(stack: Stack) -> Any:
+    session = get_session("local[2]", app_name="sink-stream-test")
+    register(session)
+    return session
+
+
 def input_files(directory: Path, files: int, rows: int) -> list[int]:
     """`files` JSON files of `rows` numbers each; returns every number written."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -70,16 +77,18 @@ def numbers(address: str, journal: str) -> list[int]:
     return sorted(doc["n"] for doc in committed(address, journal))
 
 
-def drain(spark: Any, address: str, source: Path, checkpoint: Path, journal: str) -> None:
-    rows = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", 1).json(str(source))
+def drain(spark: Any, address: str, source: Path, checkpoint: Path, journal: str,
+          sink_id: str = "replayed", per_batch: int = 1) -> None:
+    """Run the query of sink_stream_job.py here until it has processed every file."""
+    rows = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", per_batch).json(
+        str(source))
     (rows.writeStream.format("gazette").option("broker", address).option("journal", journal)
-     .option("sinkId", "replayed").option("checkpointLocation", str(checkpoint))
+     .option("sinkId", sink_id).option("checkpointLocation", str(checkpoint))
      .trigger(availableNow=True).start().awaitTermination())
 
 
-def test_a_replayed_micro_batch_is_not_committed_twice(address: str, tmp_path: Path) -> None:
-    spark = get_session("local[2]", app_name="sink-stream-test")
-    register(spark)
+def test_a_replayed_micro_batch_is_not_committed_twice(spark: Any, address: str,
+                                                       tmp_path: Path) -> None:
     journal, checkpoint = f"{P}/replayed", tmp_path / "checkpoint"
     expected = input_files(tmp_path / "in", 3, 5)
     drain(spark, address, tmp_path / "in", checkpoint, journal)
@@ -98,9 +107,7 @@ def test_a_replayed_micro_batch_is_not_committed_twice(address: str, tmp_path: P
     assert len(rows) == len(expected) + 5
 
 
-def test_a_streaming_write_needs_a_sink_id(address: str, tmp_path: Path) -> None:
-    spark = get_session("local[2]", app_name="sink-stream-test")
-    register(spark)
+def test_a_streaming_write_needs_a_sink_id(spark: Any, address: str, tmp_path: Path) -> None:
     input_files(tmp_path / "in", 1, 1)
     rows = spark.readStream.schema("n LONG").json(str(tmp_path / "in"))
     with pytest.raises(Exception) as failure:
@@ -111,21 +118,21 @@ def test_a_streaming_write_needs_a_sink_id(address: str, tmp_path: Path) -> None
         spark_failure(failure.value))  # type: ignore[arg-type]
 
 
-def job(address: str, source: Path, checkpoint: Path, journal: str, mode: str,
+def job(address: str, source: Path, checkpoint: Path, journal: str,
         log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "tests.spark_jobs.sink_stream_job", address, str(source),
-             str(checkpoint), journal, "killed", mode],
+             str(checkpoint), journal, "killed"],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_a_query_killed_mid_stream_and_restarted_writes_each_row_once(
-        address: str, tmp_path: Path) -> None:
+        spark: Any, address: str, tmp_path: Path) -> None:
     journal, checkpoint, log = f"{P}/killed", tmp_path / "checkpoint", tmp_path / "job.log"
     expected = input_files(tmp_path / "in", 8, 4)
-    running = job(address, tmp_path / "in", checkpoint, journal, "run", log)
+    running = job(address, tmp_path / "in", checkpoint, journal, log)
     try:
         wait_for(lambda: len(list((checkpoint / "commits").glob("[0-9]*"))) >= 3,
                  "three committed micro-batches", limit=90)
@@ -133,6 +140,6 @@ def test_a_query_killed_mid_stream_and_restarted_writes_each_row_once(
         os.killpg(running.pid, signal.SIGKILL)
         running.wait()
     assert numbers(address, journal) != expected  # killed before the end
-    restarted = job(address, tmp_path / "in", checkpoint, journal, "drain", log)
-    assert restarted.wait(timeout=120) == 0, log.read_text()[-3000:]
+    # Restarted here: the test's own Spark session is already up.
+    drain(spark, address, tmp_path / "in", checkpoint, journal, "killed", per_batch=100)
     assert numbers(address, journal) == expected
