@@ -22,6 +22,7 @@ from spark_jobs.datasource import register
 from spark_jobs.frame_export import spark_failure
 from spark_jobs.session import get_session, stop_session
 from tests.gazctl.support import isolated_state_home, stop_stack
+from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401  (fixture)
 from tests.spark_jobs.sink_support import (
     CSV_TYPE,
     JSON_TYPE,
@@ -40,7 +41,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Cannot infer the eval type")
 PAD = 16 << 10
 JOURNALS = {"json": JSON_TYPE, "csv": CSV_TYPE, "col-a": JSON_TYPE, "col-b": CSV_TYPE,
             "part-0": JSON_TYPE, "part-1": JSON_TYPE, "part-2": JSON_TYPE, "gated": JSON_TYPE,
-            "retried": JSON_TYPE, "aborted": JSON_TYPE, "raw": "", "bad": JSON_TYPE}
+            "retried": JSON_TYPE, "aborted": JSON_TYPE, "raw": "", "bad": JSON_TYPE,
+            "cluster": CSV_TYPE}
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +239,17 @@ def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> 
               mode="overwrite")
     assert "journals are append-only" in spark_error(failure.value)
     assert write_head(address, f"{P}/bad") == 0
+
+
+def test_a_write_runs_on_a_standalone_cluster(address: str, cluster: Cluster) -> None:
+    """Last in the module: the session moves from local mode to the cluster's master."""
+    spark = get_session(cluster.master, app_name="sink-cluster-test")
+    register(spark)
+    rows = [(i, f"row {i}") for i in range(30)]
+    write(spark.createDataFrame(rows, "n LONG, text STRING").repartition(3), address,
+          journal=f"{P}/cluster")
+    assert sorted(committed(address, f"{P}/cluster"), key=lambda f: int(f[0])) == [
+        [str(n), t] for n, t in rows]
 
 
 def spark_error(exc: BaseException) -> str:
