@@ -41,8 +41,9 @@ def apply_journals(address: str, prefix: str, journals: dict[str, str]) -> None:
         children.append(f"  - name: {prefix}/{name}\n    labels:\n"
                         f"      - name: sink\n        value: {prefix}\n{labels}")
     ok("journals", "apply", "--broker.address", address,
-       input=f"name: {prefix}/\nreplication: 1\nfragment:\n  length: 65536\n  compression_codec: NONE\n  refresh_interval: 1m\n"
-             "children:\n" + "".join(children))
+       input=f"name: {prefix}/\nreplication: 1\nfragment:\n  length: 65536\n"
+             "  compression_codec: NONE\n  refresh_interval: 1m\nchildren:\n"
+             + "".join(children))
     wait_primaries(address, f"sink={prefix}")
 
 

@@ -241,7 +241,8 @@ def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> 
     assert write_head(address, f"{P}/bad") == 0
 
 
-def test_a_write_runs_on_a_standalone_cluster(address: str, cluster: Cluster) -> None:
+def test_a_write_runs_on_a_standalone_cluster(address: str,
+                                              cluster: Cluster) -> None:  # noqa: F811
     """Last in the module: the session moves from local mode to the cluster's master."""
     spark = get_session(cluster.master, app_name="sink-cluster-test")
     register(spark)
