@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import pytest
+
 from gazette_core.broker.client.journals import fetch_write_head
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.local import stack as local_stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import content_type
 from gazette_core.message.interfaces import CSVRecord, JSONRecord, Message
 from gazette_core.message.uuid import Flags, get_parts
-from tests.gazctl.support import content, ok, wait_primaries, with_broker
+from spark_jobs.datasource import register
+from spark_jobs.session import get_session, stop_session
+from tests.gazctl.support import (
+    content,
+    isolated_state_home,
+    ok,
+    stop_stack,
+    wait_primaries,
+    with_broker,
+)
 
 JSON_TYPE, CSV_TYPE = "application/x-ndjson", "text/csv"
 
@@ -31,6 +45,31 @@ class Doc(JSONRecord):
 
 def new_message(spec: pb.JournalSpec) -> Message:
     return CSVRecord() if content_type(spec) == CSV_TYPE else Doc()
+
+
+@contextmanager
+def sink_stack(tmp_path_factory: pytest.TempPathFactory, prefix: str,
+               journals: dict[str, str]) -> Iterator[str]:
+    """A local stack holding `apply_journals(prefix, journals)`; yields its broker's address.
+
+    Afterwards the process's Spark session stops first, then the stack.
+    """
+    directory = tmp_path_factory.mktemp(f"{prefix}-stack")
+    with isolated_state_home(tmp_path_factory.mktemp("state")):
+        try:
+            address = local_stack.up(directory, timeout=60, activate=False).brokers[0].endpoint
+            apply_journals(address, prefix, journals)
+            yield address
+        finally:
+            stop_session()
+            stop_stack(directory)
+
+
+def sink_session(master: str, app_name: str) -> Any:
+    """The process's Spark session on `master`, with the gazette format registered."""
+    session = get_session(master, app_name=app_name)
+    register(session)
+    return session
 
 
 def apply_journals(address: str, prefix: str, journals: dict[str, str]) -> None:

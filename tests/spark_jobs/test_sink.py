@@ -15,21 +15,17 @@ from typing import Any
 
 import pytest
 
-from gazette_core.local import stack as local_stack
-from gazette_core.local.stack import Stack
 from gazette_core.message.mapping import fnv1a32
-from spark_jobs.datasource import register
 from spark_jobs.frame_export import spark_failure
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, stop_stack
 from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401  (fixture)
 from tests.spark_jobs.sink_support import (
     CSV_TYPE,
     JSON_TYPE,
-    apply_journals,
     committed,
     records,
     rolled_back,
+    sink_session,
+    sink_stack,
     wait_for,
     write_head,
 )
@@ -46,28 +42,14 @@ JOURNALS = {"json": JSON_TYPE, "csv": CSV_TYPE, "col-a": JSON_TYPE, "col-b": CSV
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    directory = tmp_path_factory.mktemp("sink-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")):
-        try:
-            yield local_stack.up(directory, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with sink_stack(tmp_path_factory, P, JOURNALS) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
-def address(stack: Stack) -> str:
-    address = stack.brokers[0].endpoint
-    apply_journals(address, P, JOURNALS)
-    return address
-
-
-@pytest.fixture(scope="module")
-def spark(stack: Stack) -> Any:
-    session = get_session("local[2,2]", app_name="sink-test")
-    register(session)
-    return session
+def spark(address: str) -> Any:
+    return sink_session("local[2,2]", "sink-test")
 
 
 def write(df: Any, address: str, mode: str = "append", **options: str) -> None:
@@ -244,8 +226,7 @@ def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> 
 def test_a_write_runs_on_a_standalone_cluster(address: str,
                                               cluster: Cluster) -> None:  # noqa: F811
     """Last in the module: the session moves from local mode to the cluster's master."""
-    spark = get_session(cluster.master, app_name="sink-cluster-test")
-    register(spark)
+    spark = sink_session(cluster.master, "sink-cluster-test")
     rows = [(i, f"row {i}") for i in range(30)]
     write(spark.createDataFrame(rows, "n LONG, text STRING").repartition(3), address,
           journal=f"{P}/cluster")

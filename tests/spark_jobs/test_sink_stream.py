@@ -21,17 +21,13 @@ from typing import Any
 
 import pytest
 
-from gazette_core.local import stack as local_stack
-from gazette_core.local.stack import Stack
-from spark_jobs.datasource import register
 from spark_jobs.frame_export import spark_failure
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, stop_stack
 from tests.spark_jobs.sink_support import (
     JSON_TYPE,
-    apply_journals,
     committed,
     records,
+    sink_session,
+    sink_stack,
     wait_for,
 )
 
@@ -40,28 +36,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    directory = tmp_path_factory.mktemp("sink-stream-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")):
-        try:
-            yield local_stack.up(directory, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with sink_stack(tmp_path_factory, P, {"replayed": JSON_TYPE, "killed": JSON_TYPE}
+                    ) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
-def address(stack: Stack) -> str:
-    address = stack.brokers[0].endpoint
-    apply_journals(address, P, {"replayed": JSON_TYPE, "killed": JSON_TYPE})
-    return address
-
-
-@pytest.fixture(scope="module")
-def spark(stack: Stack) -> Any:
-    session = get_session("local[2]", app_name="sink-stream-test")
-    register(session)
-    return session
+def spark(address: str) -> Any:
+    return sink_session("local[2]", "sink-stream-test")
 
 
 def input_files(directory: Path, files: int, rows: int) -> list[int]:
