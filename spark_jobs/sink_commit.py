@@ -22,6 +22,7 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.channel import close_channels, journal_stub
@@ -30,6 +31,9 @@ from gazette_core.errors import AppendError
 from spark_jobs.sink_acks import Span, commit_records, rollback_records
 from spark_jobs.sink_options import SinkOptions, batch_guard
 from spark_jobs.sink_publish import Published
+
+if TYPE_CHECKING:
+    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +69,13 @@ def commit(options: SinkOptions, width: int, spans: list[Span],
     return asyncio.run(run())
 
 
-async def _commit_journal(stub: object, options: SinkOptions, journal: str, spans: list[Span],
-                          width: int, batch_id: int | None) -> str:
+async def _commit_journal(stub: JournalAsyncStub, options: SinkOptions, journal: str,
+                          spans: list[Span], width: int, batch_id: int | None) -> str:
     check = union = None
     if batch_id is not None:
         check, union = batch_guard(options.register, batch_id)
     try:
-        await append_retrying(stub, journal, commit_records(spans, width),  # type: ignore[arg-type]
+        await append_retrying(stub, journal, commit_records(spans, width),
                               deadline=options.timeout, check_registers=check,
                               union_registers=union)
         return ""
@@ -80,7 +84,7 @@ async def _commit_journal(stub: object, options: SinkOptions, journal: str, span
             raise
     log.warning("batch %s of sink %s was committed to %s before (a replay): rolling back "
                 "the replay's rows there", batch_id, options.sink_id, journal)
-    await append_retrying(stub, journal, rollback_records(spans, width),  # type: ignore[arg-type]
+    await append_retrying(stub, journal, rollback_records(spans, width),
                           deadline=options.timeout)
     return journal
 
