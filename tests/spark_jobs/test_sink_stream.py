@@ -114,7 +114,7 @@ def job(address: str, source: Path, checkpoint: Path, journal: str,
 def test_a_query_killed_mid_stream_and_restarted_writes_each_row_once(
         spark: Any, address: str, tmp_path: Path) -> None:
     journal, checkpoint, log = f"{P}/killed", tmp_path / "checkpoint", tmp_path / "job.log"
-    expected = input_files(tmp_path / "in", 8, 4)
+    expected = input_files(tmp_path / "in", 20, 2)
     running = job(address, tmp_path / "in", checkpoint, journal, log)
     try:
         wait_for(lambda: len(list((checkpoint / "commits").glob("[0-9]*"))) >= 3,
