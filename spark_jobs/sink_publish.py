@@ -37,7 +37,6 @@ from spark_jobs.sink_plan import COLUMN, PARTITIONS, SinkPlan, resolve_journal
 log = logging.getLogger(__name__)
 
 
-
 class Published(WriterCommitMessage):
     """What one task attempt published, for the driver to commit or roll back."""
 
@@ -56,7 +55,7 @@ def publish_task(plan: SinkPlan, batches: Iterator[pa.RecordBatch]) -> Published
             for batch in batches:
                 await task.add(batch)
             return await task.finish()
-        except BaseException:
+        except Exception:
             await task.roll_back()
             raise
         finally:
