@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
@@ -28,11 +29,12 @@ from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.message.mapping import Partitions, modulo_mapping
-from gazette_core.message.uuid import Clock, Flags, build_uuid, new_producer_id
+from gazette_core.message.uuid import TICK, Clock, Flags, new_producer_id
 from spark_jobs.sink_acks import Span, rollback_records
 from spark_jobs.sink_encode import encode_row, stamp
 from spark_jobs.sink_options import ROUTE_COLUMN
 from spark_jobs.sink_plan import COLUMN, PARTITIONS, SinkPlan, resolve_journal
+from spark_jobs.uuid_columns import format_uuids
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +86,12 @@ class TaskPublisher:
         rows = _rows(batch, self.plan.columns)
         # Every row of the batch is encoded (and checked) before any is published.
         bodies = [encode_row(self.kinds[j], row) for j, row in zip(journals, rows, strict=True)]
-        for journal, body in zip(journals, bodies, strict=True):
-            clock = self.clock.tick()
-            uuid = str(build_uuid(self.producer, clock, Flags.CONTINUE_TXN))
+        first = self.clock.value + TICK
+        clocks = first + TICK * np.arange(len(bodies), dtype=np.uint64)
+        self.clock.value = first + TICK * max(len(bodies) - 1, 0)
+        uuids = format_uuids(self.producer, clocks, Flags.CONTINUE_TXN)
+        for journal, body, uuid, clock in zip(journals, bodies, uuids, clocks.tolist(),
+                                              strict=True):
             buffer = self.buffers.setdefault(journal, bytearray())
             buffer += stamp(self.kinds[journal], uuid, body)
             span = self.spans.setdefault(journal, [clock, clock])
