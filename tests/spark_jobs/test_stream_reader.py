@@ -188,13 +188,14 @@ def test_starting_offsets_latest_and_per_journal(
     from_json = run_available_now(stream(spark, address, file_root, f"suite={p}",
                                          startingOffsets=json.dumps({names[0]: middle})),
                                   tmp_path / "json")
+    expected = sorted(committed(address, names[:1], offset=middle)
+                      + committed(address, names[1:]))
     latest_df = stream(spark, address, file_root, f"suite={p}", startingOffsets="latest")
     latest = run_available_now(latest_df, tmp_path / "latest")
     append_to(address, names[0], message_round(2))
     after = run_available_now(latest_df, tmp_path / "latest")
 
-    assert flat(from_json) == sorted(committed(address, names[:1], offset=middle)
-                                     + committed(address, names[1:]))
+    assert flat(from_json) == expected
     assert flat(latest) == []
     assert flat(after) == committed(address, names[:1], offset=head)
 
@@ -254,32 +255,35 @@ def test_a_query_killed_mid_stream_resumes_from_its_checkpoint_exactly_once(
         for journal in names:
             append_to(address, journal, message_round(r))
 
-    append_round()
+    for _ in range(3):
+        append_round()
     out, checkpoint = tmp_path / "out", tmp_path / "cp"
     env = {**os.environ, "BROKER_FILE_ROOT": file_root,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
-    def job(mode: str) -> subprocess.Popen[bytes]:
+    def job(mode: str, max_bytes: int) -> subprocess.Popen[bytes]:
         return subprocess.Popen([sys.executable, str(JOB), address, f"suite={p}", str(out),
-                                 str(checkpoint), mode, "700"], env=env,
+                                 str(checkpoint), mode, str(max_bytes)], env=env,
                                 start_new_session=True, stderr=subprocess.PIPE)
 
-    running = job("continuous")
+    running = job("continuous", 700)
     try:
-        deadline = time.monotonic() + 90
-        while len(committed_batches(out)) < 4:
+        seen, deadline = 0, time.monotonic() + 120
+        while seen < 4:  # Each committed micro-batch, one more round appended.
             assert running.poll() is None, running.stderr.read().decode()[-3000:]  # type: ignore
-            assert time.monotonic() < deadline, "the query committed no batches"
-            append_round()
-            time.sleep(0.2)  # Paces the producer; the loop waits on the batches above.
+            assert time.monotonic() < deadline, f"the query committed {seen} batches"
+            if len(committed_batches(out)) > seen:
+                seen += 1
+                append_round()
+            time.sleep(0.05)
     finally:
-        os.killpg(running.pid, signal.SIGKILL)
+        os.killpg(running.pid, signal.SIGKILL)  # A backlog left: killed mid-stream.
         running.wait()
     before = output_rows_plain(out)
     for _ in range(3):
         append_round()
 
-    restarted = job("available-now")
+    restarted = job("available-now", 0)
     _, err = restarted.communicate(timeout=120)
     assert restarted.returncode == 0, err.decode()[-3000:]
 
