@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spark_jobs.journals_frame import covering
+from spark_jobs.stream_offsets import Position
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol import protocol_pb2 as pb
-    from spark_jobs.stream_offsets import Position
 
 
 @dataclass(frozen=True)
