@@ -129,6 +129,7 @@ def test_max_bytes_bound_micro_batches_and_available_now_stops_at_its_target(
         for journal in names:
             append_to(address, journal, message_round(r))
     heads = {j: fragments(address, j)[-1].end for j in names}
+    expected = committed(address, names)  # What was committed when the query started.
 
     def append_late(batch_id: int, rows: list[Row]) -> None:
         if batch_id == 0:  # After the target was fixed: not to be read.
@@ -150,8 +151,8 @@ def test_max_bytes_bound_micro_batches_and_available_now_stops_at_its_target(
         assert sum(now[j] - previous[j] for j in now) <= 1000 or sum(
             now[j] != previous[j] for j in now) == 1
         previous = now
-    expected = [row for row in committed(address, names) if row[1] < heads[row[0]]]
     assert flat(query_batches) == expected
+    assert len(committed(address, names)) > len(expected)  # The late round committed more.
 
 
 def test_a_journal_created_mid_query_is_read_from_its_start(
