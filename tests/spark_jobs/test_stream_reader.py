@@ -309,8 +309,10 @@ def output_rows_plain(out: Path) -> list[Row]:
             doc = json.loads(line)
             rows.append((doc["journal"], doc["offset"], doc["uuid"]))
     return sorted(rows)
+
+
 def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors(
-        address: str, file_root: str, cluster: Cluster, tmp_path: Path) -> None:
+        address: str, file_root: str, cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
     p = "stream-cluster"
     names = [f"{p}/a", f"{p}/b"]
     apply(address, p, ["a", "b"])
