@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,11 +23,13 @@ from typing import Any
 
 import pytest
 
+from gazette_core.broker.client.journals import apply_journals
+from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from spark_jobs.datasource import register
 from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, stop_stack
+from tests.gazctl.support import isolated_state_home, journals, stop_stack, with_broker
 from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401 (a fixture)
 from tests.spark_jobs.frames_support import fragments
 from tests.spark_jobs.stream_support import (
@@ -227,7 +230,7 @@ def test_pruned_content_fails_the_query_or_is_skipped_with_fail_on_data_loss_fal
     append_to(address, journal, message_round(4, ack_trailing=False))
     wait_persisted_to(address, journal, lost_end)
     remove_fragments(stack, address, journal, seen, lost_end)
-    shutil_copy(tmp_path / "cp", tmp_path / "cp-skip")
+    shutil.copytree(tmp_path / "cp", tmp_path / "cp-skip")
 
     with pytest.raises(Exception) as failed:
         run_available_now(df, tmp_path / "cp")
@@ -240,10 +243,31 @@ def test_pruned_content_fails_the_query_or_is_skipped_with_fail_on_data_loss_fal
     assert flat(skipped)
 
 
-def shutil_copy(source: Path, target: Path) -> None:
-    import shutil
+def test_a_journal_deleted_mid_query_fails_it_or_is_dropped_with_fail_on_data_loss_false(
+        spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-gone"
+    names = [f"{p}/a", f"{p}/b"]
+    apply(address, p, ["a", "b"])
+    for journal in names:
+        append_to(address, journal, message_round(0))
+    df = stream(spark, address, file_root, f"suite={p}")
+    run_available_now(df, tmp_path / "cp")
+    (gone,) = journals(address, f"name={names[0]}")
+    with_broker(address, lambda stub: apply_journals(stub, pb.ApplyRequest(changes=[
+        pb.ApplyRequest.Change(expect_mod_revision=gone.mod_revision, delete=names[0])])))
+    before = committed(address, names[1:])
+    append_to(address, names[1], message_round(1))
+    shutil.copytree(tmp_path / "cp", tmp_path / "cp-skip")
 
-    shutil.copytree(source, target)
+    with pytest.raises(Exception) as failed:
+        run_available_now(df, tmp_path / "cp")
+    skipped = run_available_now(stream(spark, address, file_root, f"suite={p}",
+                                       failOnDataLoss="false"), tmp_path / "cp-skip")
+
+    assert f"journal {names[0]} was deleted or no longer matches the selector" in str(
+        failed.value)
+    assert flat(skipped) == sorted(set(committed(address, names[1:])) - set(before))
+    assert flat(skipped)
 
 
 def test_a_query_killed_mid_stream_resumes_from_its_checkpoint_exactly_once(
