@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.errors import GazetteError
+from gazette_core.errors import GazetteError, ValidationError
 from spark_jobs.batch_reader import RangePartition
 from spark_jobs.frame_source import JournalTask, is_persisted
 from spark_jobs.journals_frame import shared_kind
@@ -86,6 +86,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, Any]:
         journals = self._list(allow_empty=False)
+        named = set(self.starting) if isinstance(self.starting, dict) else set()
+        if unknown := sorted(named - set(journals)):
+            raise ValidationError("option startingOffsets", f"journal {unknown[0]} is not one "
+                                  f"the selector {self.options.selector!r} matches")
         return encode({name: Position(starting_offset(self.starting, name, j.earliest, j.head))
                        for name, j in journals.items()})
 

@@ -76,9 +76,12 @@ def spark(stack: Stack) -> Any:
     return session
 
 
-def stream(spark: Any, address: str, file_root: str, selector: str, **options: str) -> Any:
+def stream(spark: Any, address: str, file_root: str, selector: str, schema: str | None = None,
+           **options: str) -> Any:
     reader = (spark.readStream.format("gazette").option("broker", address)
               .option("fileRoot", file_root).option("selector", selector))
+    if schema is not None:
+        reader = reader.schema(schema)
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load().select("journal", "offset", "uuid")
@@ -192,6 +195,7 @@ def test_starting_offsets_latest_and_per_journal(
     head = fragments(address, names[0])[-1].end
 
     from_json = run_available_now(stream(spark, address, file_root, f"suite={p}",
+                                         "journal STRING, offset LONG, uuid STRING, n LONG",
                                          startingOffsets=json.dumps({names[0]: middle})),
                                   tmp_path / "json")
     expected = sorted(committed(address, names[:1], offset=middle)
@@ -202,6 +206,10 @@ def test_starting_offsets_latest_and_per_journal(
     after = run_available_now(latest_df, tmp_path / "latest")
 
     assert flat(from_json) == expected
+    with pytest.raises(Exception, match=f"journal {p}/zzz is not one the selector 'suite={p}' "
+                       "matches"):
+        run_available_now(stream(spark, address, file_root, f"suite={p}",
+                                 startingOffsets=json.dumps({f"{p}/zzz": 0})), tmp_path / "bad")
     assert flat(latest) == []
     assert flat(after) == committed(address, names[:1], offset=head)
 
