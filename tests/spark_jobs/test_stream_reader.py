@@ -223,14 +223,25 @@ def remove_fragments(stack: Stack, address: str, journal: str, begin: int, end: 
     wait_listed_without(address, journal, begin)
 
 
+def fail_then_skip(spark: Any, address: str, file_root: str, selector: str, checkpoint: Path
+                   ) -> tuple[str, dict[int, list[Row]]]:
+    """Resume the query of `checkpoint`: how it fails by default, what it reads from a copy
+    of the checkpoint with failOnDataLoss=false."""
+    shutil.copytree(checkpoint, checkpoint.with_name("skipping"))
+    with pytest.raises(Exception) as failed:
+        run_available_now(stream(spark, address, file_root, selector), checkpoint)
+    skipped = run_available_now(stream(spark, address, file_root, selector,
+                                       failOnDataLoss="false"), checkpoint.with_name("skipping"))
+    return str(failed.value), skipped
+
+
 def test_pruned_content_fails_the_query_or_is_skipped_with_fail_on_data_loss_false(
         spark: Any, stack: Stack, address: str, file_root: str, tmp_path: Path) -> None:
     p = "stream-loss"
     journal = f"{p}/a"
     apply(address, p, ["a"])
     append_to(address, journal, message_round(0))
-    df = stream(spark, address, file_root, f"suite={p}")
-    run_available_now(df, tmp_path / "cp")
+    run_available_now(stream(spark, address, file_root, f"suite={p}"), tmp_path / "cp")
     seen = fragments(address, journal)[-1].end
     for r in (1, 2, 3):
         append_to(address, journal, message_round(r, ack_trailing=False))
@@ -238,15 +249,11 @@ def test_pruned_content_fails_the_query_or_is_skipped_with_fail_on_data_loss_fal
     append_to(address, journal, message_round(4, ack_trailing=False))
     wait_persisted_to(address, journal, lost_end)
     remove_fragments(stack, address, journal, seen, lost_end)
-    shutil.copytree(tmp_path / "cp", tmp_path / "cp-skip")
 
-    with pytest.raises(Exception) as failed:
-        run_available_now(df, tmp_path / "cp")
-    skipped = run_available_now(stream(spark, address, file_root, f"suite={p}",
-                                       failOnDataLoss="false"), tmp_path / "cp-skip")
+    failure, skipped = fail_then_skip(spark, address, file_root, f"suite={p}", tmp_path / "cp")
 
     assert (f"journal {journal}: offsets [{seen}, {lost_end}) were removed from the stores "
-            "before the query read them") in str(failed.value)
+            "before the query read them") in failure
     assert flat(skipped) == committed(address, [journal], offset=lost_end)
     assert flat(skipped)
 
@@ -258,22 +265,16 @@ def test_a_journal_deleted_mid_query_fails_it_or_is_dropped_with_fail_on_data_lo
     apply(address, p, ["a", "b"])
     for journal in names:
         append_to(address, journal, message_round(0))
-    df = stream(spark, address, file_root, f"suite={p}")
-    run_available_now(df, tmp_path / "cp")
+    run_available_now(stream(spark, address, file_root, f"suite={p}"), tmp_path / "cp")
     (gone,) = journals(address, f"name={names[0]}")
     with_broker(address, lambda stub: apply_journals(stub, pb.ApplyRequest(changes=[
         pb.ApplyRequest.Change(expect_mod_revision=gone.mod_revision, delete=names[0])])))
     before = committed(address, names[1:])
     append_to(address, names[1], message_round(1))
-    shutil.copytree(tmp_path / "cp", tmp_path / "cp-skip")
 
-    with pytest.raises(Exception) as failed:
-        run_available_now(df, tmp_path / "cp")
-    skipped = run_available_now(stream(spark, address, file_root, f"suite={p}",
-                                       failOnDataLoss="false"), tmp_path / "cp-skip")
+    failure, skipped = fail_then_skip(spark, address, file_root, f"suite={p}", tmp_path / "cp")
 
-    assert f"journal {names[0]} was deleted or no longer matches the selector" in str(
-        failed.value)
+    assert f"journal {names[0]} was deleted or no longer matches the selector" in failure
     assert flat(skipped) == sorted(set(committed(address, names[1:])) - set(before))
     assert flat(skipped)
 
