@@ -2,10 +2,11 @@
 
 Spark keeps one `StreamReader` on the driver for the life of a query and
 asks it for offsets (stream_offsets.py: per journal, an offset and the
-producers' states there). Each `latestOffset` lists the selected journals,
-decides how far each is read next (stream_plan.py: write heads, admission
-control, data loss) and computes the producers' states at those ends with
-`range_read.scan_states`, seeded by the states at the start. `partitions`
+producers' states there). Each `latestOffset` lists the selected journals
+(stream_listing.py), decides how far each is read next (stream_plan.py:
+write heads, admission control, data loss) and computes the producers'
+states at those ends with `range_read.scan_states`, seeded by the states at
+the start. `partitions`
 turns a (start, end) pair into `RangeTask`s that executors read straight
 from the stores, emitting the messages whose commit point lies in the range:
 a transaction pending at the end of one micro-batch comes out once, in the
@@ -19,7 +20,6 @@ are read from there in the next, so a replayed batch plans them the same way.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -31,14 +31,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from gazette_core.broker.client.channel import close_channels, journal_stub
-from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.errors import GazetteError, ValidationError
 from spark_jobs.batch_reader import RangePartition
-from spark_jobs.frame_source import JournalTask, is_persisted
-from spark_jobs.journals_frame import shared_kind
-from spark_jobs.prune import NothingMatched, Selection, check_file_root, fetch_selection
 from spark_jobs.range_read import RangeTask, read_range, scan_states
+from spark_jobs.stream_listing import list_stream, range_task
 from spark_jobs.stream_offsets import (
     Position,
     Positions,
@@ -80,6 +76,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.kind = ""
         self.target: dict[str, int] | None = None  # Trigger.AvailableNow's heads
         self.latest: dict[str, int] | None = None
+        self.listed: dict[str, Journal] = {}  # The last listing: latestOffset's for partitions
         self.suspended: set[str] = set()  # Not listed with fragments: they hold still.
 
     # Offsets -------------------------------------------------------------------------------
@@ -136,7 +133,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if self.target is None or name in self.target:
                     moved[name] = Position(journal.earliest)
                 continue
-            if journal.head < at.offset:
+            if journal.fragments and journal.head < at.offset:
                 self._lost(f"journal {name}: its write head {journal.head} is before the "
                            f"query's offset {at.offset} (deleted and created again?)")
                 moved[name] = Position(journal.earliest)
@@ -165,7 +162,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                   if name in begins and at.offset > begins[name].offset}
         if not moving:
             return []
-        journals = self._list(allow_empty=True)
+        journals = self.listed
+        if any(name not in journals or journals[name].head < at.offset
+               for name, at in moving.items()):
+            journals = self._list(allow_empty=True)  # A replay after a restart, most likely.
         partitions: list[InputPartition] = []
         for name in sorted(moving):
             at, stop = begins[name], moving[name].offset
@@ -193,40 +193,16 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, RangePartition)
         yield from read_range(partition.task)
 
-    # Listing -------------------------------------------------------------------------------
+    # Listing -----------------------------------------------------------------------------
 
     def _task(self, journal: Journal, at: Position, end: int) -> RangeTask:
-        o = self.options
-        fragments = journal.reading(at.lowest_needed(), end)
-        check_file_root([f for f in fragments if is_persisted(f)], o.file_root, o.file_only)
-        unpersisted = any(not is_persisted(f) for f in fragments)
-        source = JournalTask(
-            journal=journal.name, kind=self.kind,
-            fragments=tuple(f.SerializeToString() for f in fragments),
-            broker=o.broker if unpersisted else "", file_root=o.file_root or "",
-            file_only=o.file_only, ring_size=o.ring_size, client=o.client)
-        return RangeTask(source, at.offset, end, at.producers, self.schema_json)
+        return range_task(self.options, self.kind, self.schema_json, journal, at, end)
 
     def _list(self, *, allow_empty: bool) -> dict[str, Journal]:
-        """The selected journals now and their framing; suspended ones are set aside."""
-        o = self.options
-
-        async def fetch() -> Selection:
-            try:
-                return await fetch_selection(journal_stub(o.broker, o.client),
-                                             parse_selector(o.selector), o.selector, o.timeout)
-            except NothingMatched:
-                if not allow_empty:
-                    raise
-                return Selection()
-            finally:
-                await close_channels()
-
-        selection = asyncio.run(fetch())
-        if selection.journals:
-            self.kind = shared_kind([spec for spec, _ in selection.journals])
-        journals = {spec.name: Journal.listed(spec.name, fragments)
-                    for spec, fragments in selection.journals}
-        self.latest = {name: j.head for name, j in journals.items()}
-        self.suspended = set(selection.suspended)
-        return journals
+        """The selected journals now; remembered, with their framing and the suspended ones."""
+        listing = list_stream(self.options, allow_empty=allow_empty)
+        if listing.journals:
+            self.kind = listing.kind
+        self.latest = {name: j.head for name, j in listing.journals.items()}
+        self.listed, self.suspended = listing.journals, listing.suspended
+        return listing.journals
