@@ -311,7 +311,7 @@ def test_a_query_killed_mid_stream_resumes_from_its_checkpoint_exactly_once(
     finally:
         os.killpg(running.pid, signal.SIGKILL)  # A backlog left: killed mid-stream.
         running.wait()
-    before = output_rows_plain(out)
+    before = output_rows(spark, out)
     for _ in range(3):
         append_round()
 
@@ -320,7 +320,7 @@ def test_a_query_killed_mid_stream_resumes_from_its_checkpoint_exactly_once(
      .format("json").option("checkpointLocation", str(checkpoint))
      .trigger(availableNow=True).start(str(out)).awaitTermination())
 
-    got = output_rows_plain(out)
+    got = output_rows(spark, out)
     assert before and len(before) < len(got)
     assert got == committed(address, names)
 
@@ -328,20 +328,6 @@ def test_a_query_killed_mid_stream_resumes_from_its_checkpoint_exactly_once(
 def committed_batches(out: Path) -> list[Path]:
     metadata = out / "_spark_metadata"
     return [f for f in metadata.iterdir() if f.name.isdigit()] if metadata.is_dir() else []
-
-
-def output_rows_plain(out: Path) -> list[Row]:
-    """The rows of the files the file sink's metadata log lists as committed."""
-    files: set[str] = set()
-    for log in committed_batches(out):
-        for line in log.read_text().splitlines()[1:]:
-            files.add(json.loads(line)["path"])
-    rows = []
-    for path in files:
-        for line in Path(path.removeprefix("file://")).read_text().splitlines():
-            doc = json.loads(line)
-            rows.append((doc["journal"], doc["offset"], doc["uuid"]))
-    return sorted(rows)
 
 
 def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors(
@@ -362,5 +348,5 @@ def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors
      .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True)
      .start(str(out)).awaitTermination())
 
-    assert output_rows_plain(out) == committed(address, names)
+    assert output_rows(on_cluster, out) == committed(address, names)
     assert on_cluster.sparkContext.master == cluster.master
