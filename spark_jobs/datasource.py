@@ -45,7 +45,8 @@ class GazetteDataSource(DataSource):
         """The columns when the caller gives no schema: those of the journals' framing."""
         from spark_jobs.batch_reader import default_schema
 
-        return default_schema(read_options(self.options, streaming=False))
+        # Spark asks before it says which read this is: either kind's options pass.
+        return default_schema(read_options(self.options, streaming=None))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from spark_jobs.batch_reader import BatchReader

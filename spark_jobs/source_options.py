@@ -153,9 +153,14 @@ def parse_offsets(value: str, name: str, default: int) -> JournalOffsets:
     return JournalOffsets(default, dict(parsed))
 
 
-def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
-    """The options of a read, checked: unknown names and bad values are refused."""
-    known = STREAM_READ_OPTIONS if streaming else BATCH_READ_OPTIONS
+def read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadOptions:
+    """The options of a read, checked: unknown names and bad values are refused.
+
+    `streaming=None` (the schema, asked before Spark says which read it is)
+    takes the options of either kind of read.
+    """
+    known = (STREAM_READ_OPTIONS if streaming else BATCH_READ_OPTIONS if streaming is False
+             else tuple(dict.fromkeys(BATCH_READ_OPTIONS + STREAM_READ_OPTIONS)))
     check_known(options, known + CLIENT_OPTIONS + STORE_OPTIONS,
                 "streaming read" if streaming else "read")
     selector = (option(options, "selector") or option(options, "path") or "").strip()

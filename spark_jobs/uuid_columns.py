@@ -1,4 +1,5 @@
-"""Message UUIDs of a whole column at once: clock, flags and producer as NumPy arrays.
+"""Message UUIDs of a whole column at once: clock, flags and producer as NumPy arrays, and
+the other way, the UUID texts of a batch a publisher stamps.
 
 Parsing each UUID through `uuid.UUID` costs microseconds of Python; a column
 of canonical 36-character strings is parsed here with a few array
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 _DASH_TO_SPACE = bytes.maketrans(b"-", b" ")
+_TEXT = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])  # where digits go
 
 
 @dataclass(frozen=True)
@@ -88,3 +90,25 @@ def _parts(octets: np.ndarray, present: np.ndarray) -> UUIDColumns:
     flags = (seq & np.uint64(0x3FF)).astype(np.uint16)
     flags[~present] = 0
     return UUIDColumns(clock=clock, flags=flags, producer=word(10, 16))
+
+
+def format_uuids(producer: bytes, clocks: np.ndarray, flags: int) -> list[str]:
+    """The canonical text of each clock's UUID for `producer` (uuid.build_uuid's layout),
+    for a publisher stamping a whole batch of messages."""
+    n = len(clocks)
+    clock = clocks.astype(np.uint64)
+    stamp = clock >> np.uint64(4)
+    octets = np.empty((n, 16), dtype=np.uint8)
+    octets[:, 0:4] = (stamp & np.uint64(0xFFFFFFFF)).astype(">u4").view(np.uint8).reshape(n, 4)
+    octets[:, 4:6] = (stamp >> np.uint64(32) & np.uint64(0xFFFF)).astype(">u2").view(
+        np.uint8).reshape(n, 2)
+    octets[:, 6:8] = (stamp >> np.uint64(48) & np.uint64(0x0FFF) | np.uint64(0x1000)).astype(
+        ">u2").view(np.uint8).reshape(n, 2)
+    seq = np.uint64(0x8000) | (clock & np.uint64(0xF)) << np.uint64(10) | np.uint64(flags)
+    octets[:, 8:10] = seq.astype(">u2").view(np.uint8).reshape(n, 2)
+    octets[:, 10:16] = np.frombuffer(producer, dtype=np.uint8)
+    digits = np.frombuffer(octets.tobytes().hex().encode(), dtype=np.uint8).reshape(n, 32)
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    text[:, _TEXT] = digits
+    joined = text.tobytes().decode("ascii")
+    return [joined[i:i + 36] for i in range(0, 36 * n, 36)]
