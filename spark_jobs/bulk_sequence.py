@@ -32,11 +32,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gazette_core.message.sequencer import CLOCK_PER_SECOND
 from gazette_core.message.uuid import Flags
 from spark_jobs.uuid_columns import UUIDColumns
 
 ProducerState = tuple[str, int, int, int]  # as range_read.ProducerState
+HORIZON_CLOCK = 86400 * CLOCK_PER_SECOND  # a day, as consumers' checkpoints keep producers
 Rows = tuple[int, np.ndarray]  # (block number, row indices in it), emitted in this order
+
+
+def forget_idle(states: tuple[ProducerState, ...], horizon: int = HORIZON_CLOCK
+                ) -> tuple[ProducerState, ...]:
+    """`states` without producers whose clock is more than `horizon` behind the journal's
+    newest, as the Sequencer's checkpoints forget them (an abandoned transaction too): what
+    a long-running reader carries from range to range stays bounded."""
+    newest = max((max_clock for _, _, max_clock, _ in states), default=0)
+    return tuple(s for s in states if newest - s[2] <= horizon)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pyspark.sql.streaming.datasource import (
 
 from gazette_core.errors import GazetteError, ValidationError
 from spark_jobs.batch_reader import RangePartition
+from spark_jobs.bulk_sequence import forget_idle
 from spark_jobs.range_read import RangeTask, read_range, scan_states
 from spark_jobs.stream_listing import list_stream, range_task
 from spark_jobs.stream_offsets import (
@@ -147,7 +148,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _advance(self, journal: Journal, at: Position, end: int) -> Position:
         if end <= at.offset:
             return at
-        return Position(end, scan_states(self._task(journal, at, end)))
+        return Position(end, forget_idle(scan_states(self._task(journal, at, end))))
 
     def _lost(self, message: str) -> None:
         if self.options.fail_on_data_loss:

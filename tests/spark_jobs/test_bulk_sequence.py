@@ -23,7 +23,7 @@ import pytest
 from gazette_core.message.committed import sequence_committed
 from gazette_core.message.interfaces import ZERO_UUID, Envelope, JSONRecord
 from gazette_core.message.uuid import Flags, build_uuid, get_parts
-from spark_jobs.bulk_sequence import BulkSequencer, ProducerState, Replay
+from spark_jobs.bulk_sequence import BulkSequencer, ProducerState, Replay, forget_idle
 from spark_jobs.uuid_columns import UUIDColumns
 
 J = "a/journal"
@@ -150,3 +150,11 @@ def test_a_block_of_rising_messages_outside_transactions_is_committed_whole() ->
     assert sequencer.states() == (("010000000001", (1 << 40) + 64, (1 << 40) + 64, -1),)
     # Again: every one is a duplicate now.
     assert sequencer.block(1, *columns(events)) == []
+
+
+def test_producers_idle_past_the_horizon_are_forgotten_open_transactions_too() -> None:
+    states = (("000000000001", 100, 100, -1), ("000000000002", 500, 900, 40),
+              ("000000000003", 1000, 1000, -1))
+    assert forget_idle(states, horizon=500) == states[1:]
+    assert forget_idle(states, horizon=99) == states[2:]
+    assert forget_idle((), horizon=1) == ()
