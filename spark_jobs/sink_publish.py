@@ -30,13 +30,16 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.message.mapping import Partitions, modulo_mapping
 from gazette_core.message.uuid import TICK, Clock, Flags, new_producer_id
+from spark_jobs.frame_source import JSON
 from spark_jobs.sink_acks import Span, rollback_records
+from spark_jobs.sink_columns import json_records
 from spark_jobs.sink_encode import encode_row, stamp
 from spark_jobs.sink_options import ROUTE_COLUMN
 from spark_jobs.sink_plan import COLUMN, PARTITIONS, SinkPlan, resolve_journal
 from spark_jobs.uuid_columns import format_uuids
 
 log = logging.getLogger(__name__)
+FLUSH_ROWS = 1024  # Rows added to a journal's buffer between checks of its size.
 
 
 class Published(WriterCommitMessage):
@@ -83,21 +86,36 @@ class TaskPublisher:
 
     async def add(self, batch: pa.RecordBatch) -> None:
         journals = await self._route(batch)
-        rows = _rows(batch, self.plan.columns)
-        # Every row of the batch is encoded (and checked) before any is published.
-        bodies = [encode_row(self.kinds[j], row) for j, row in zip(journals, rows, strict=True)]
         first = self.clock.value + TICK
-        clocks = first + TICK * np.arange(len(bodies), dtype=np.uint64)
-        self.clock.value = first + TICK * max(len(bodies) - 1, 0)
+        clocks = first + TICK * np.arange(batch.num_rows, dtype=np.uint64)
         uuids = format_uuids(self.producer, clocks, Flags.CONTINUE_TXN)
-        for journal, body, uuid, clock in zip(journals, bodies, uuids, clocks.tolist(),
-                                              strict=True):
+        # Every row of the batch is encoded (and checked) before any is published.
+        records = self._records(batch, journals, uuids)
+        self.clock.value = first + TICK * max(batch.num_rows - 1, 0)
+        stamps = clocks.tolist()
+        for journal, rows in _by_journal(journals).items():
             buffer = self.buffers.setdefault(journal, bytearray())
-            buffer += stamp(self.kinds[journal], uuid, body)
-            span = self.spans.setdefault(journal, [clock, clock])
-            span[1] = clock
-            if len(buffer) >= self.plan.options.append_bytes:
-                await self._flush(journal)
+            for start in range(0, len(rows), FLUSH_ROWS):
+                part = rows[start:start + FLUSH_ROWS]
+                buffer += b"".join(records[i] for i in part)
+                span = self.spans.setdefault(journal, [stamps[part[0]], stamps[part[0]]])
+                span[1] = stamps[part[-1]]
+                if len(buffer) >= self.plan.options.append_bytes:
+                    await self._flush(journal)
+                    buffer = self.buffers.setdefault(journal, bytearray())
+
+    def _records(self, batch: pa.RecordBatch, journals: list[str], uuids: list[str]
+                 ) -> list[bytes]:
+        """Each row's whole record: column by column when all go to JSON journals and every
+        column is flat, else row by row."""
+        if all(self.kinds[j] == JSON for j in set(journals)):
+            records = json_records(batch, self.plan.columns, uuids)
+            if records is not None:
+                return records
+        rows = _rows(batch, self.plan.columns)
+        bodies = [encode_row(self.kinds[j], row) for j, row in zip(journals, rows, strict=True)]
+        return [stamp(self.kinds[j], uuid, body)
+                for j, uuid, body in zip(journals, uuids, bodies, strict=True)]
 
     async def finish(self) -> Published:
         for journal in list(self.buffers):
@@ -156,6 +174,16 @@ def _partition_mapping(plan: SinkPlan) -> Any:
                 for raw in plan.partition_specs]
     partitions.apply(pb.ListResponse(journals=journals))
     return modulo_mapping(lambda key: key, partitions)  # type: ignore[arg-type, return-value]
+
+
+def _by_journal(journals: list[str]) -> dict[str, list[int]]:
+    """The rows bound for each journal, in order."""
+    if journals and journals.count(journals[0]) == len(journals):
+        return {journals[0]: list(range(len(journals)))}
+    out: dict[str, list[int]] = {}
+    for i, journal in enumerate(journals):
+        out.setdefault(journal, []).append(i)
+    return out
 
 
 def _column(batch: pa.RecordBatch, name: str) -> list[Any]:
