@@ -28,8 +28,8 @@ from spark_jobs.source_options import (
 )
 
 SINK_OPTIONS = ("journal", "path", "partitions", "keyColumn", "appendBytes", "timeout")
-# Spark hands a streaming sink its query's checkpointLocation among the options.
-STREAM_SINK_OPTIONS = (*SINK_OPTIONS, "sinkId", "checkpointLocation")
+# Spark hands a streaming sink its query's checkpointLocation and queryName among the options.
+STREAM_SINK_OPTIONS = (*SINK_OPTIONS, "sinkId", "checkpointLocation", "queryName")
 ROUTE_COLUMN = "journal"
 # Prefixes the register that records a streaming sink's last committed batch.
 REGISTER_PREFIX = "spark-sink/"

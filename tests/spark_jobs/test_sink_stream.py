@@ -65,8 +65,10 @@ def drain(spark: Any, address: str, source: Path, checkpoint: Path, journal: str
     """Run the query of sink_stream_job.py here until it has processed every file."""
     rows = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", per_batch).json(
         str(source))
-    (rows.writeStream.format("gazette").option("broker", address).option("journal", journal)
-     .option("sinkId", sink_id).option("checkpointLocation", str(checkpoint))
+    # A named query: Spark hands the sink its name among the options.
+    (rows.writeStream.queryName(f"drain-{sink_id}").format("gazette").option("broker", address)
+     .option("journal", journal).option("sinkId", sink_id)
+     .option("checkpointLocation", str(checkpoint))
      .trigger(availableNow=True).start().awaitTermination())
 
 
