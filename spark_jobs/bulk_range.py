@@ -34,6 +34,7 @@ from spark_jobs.json_blocks import (
     DecodedBlock,
     blocks,
     decode_block,
+    leading_uuids,
     line_ends,
     record_starts,
 )
@@ -75,8 +76,11 @@ async def bulk_states(task: JournalTask, begin: int, end: int,
     ids_only = output_schema(task.kind, None)
     number = 0
     async for block in blocks(task, begin, end, _ends(task)):
-        decoded = decode(task, block, ids_only)
-        sequencer.block(number, decoded.offsets, decoded.ids)
+        found = leading_uuids(block, _ends(task)) if task.kind == JSON else None
+        if found is None:
+            decoded = decode(task, block, ids_only)
+            found = decoded.offsets, decoded.ids
+        sequencer.block(number, *found)
         number += 1
     return sequencer.states()
 

@@ -29,6 +29,10 @@ from spark_jobs.uuid_columns import UUIDColumns, parse_uuids
 
 BLOCK_BYTES = 4 << 20
 NIL = "00000000-0000-0000-0000-000000000000"
+_LEADING = b'{"uuid":"'
+_PREFIX = np.frombuffer(_LEADING, dtype=np.uint8)
+_PREFIX_AT = np.arange(len(_LEADING))
+_UUID_AT = np.arange(36)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,30 @@ def record_starts(data: bytes, ends: Callable[[bytes | bytearray], np.ndarray] =
                   ) -> np.ndarray:
     """The offsets within `data` at which its records start, and its length."""
     return np.concatenate(([0], ends(data))).astype(np.int64)
+
+
+def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
+                  ) -> tuple[np.ndarray, UUIDColumns] | None:
+    """The records' offsets and UUIDs when every record starts `{"uuid":"<36 chars>"` (as
+    publishers write them), read at those places without parsing the documents; else None.
+
+    For scans of producer states only: the documents are parsed (and checked) by the
+    tasks that read them.
+    """
+    bounds = record_starts(block.data, ends)
+    starts = bounds[:-1]
+    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 38):
+        return None
+    raw = np.frombuffer(block.data, dtype=np.uint8)
+    if np.any(raw[starts[:, None] + _PREFIX_AT] != _PREFIX) or np.any(
+            raw[starts + len(_LEADING) + 36] != ord('"')):
+        return None
+    text = raw[starts[:, None] + len(_LEADING) + _UUID_AT].tobytes()
+    column = pa.StringArray.from_buffers(
+        len(starts), pa.py_buffer(np.arange(len(starts) + 1, dtype=np.int32) * 36),
+        pa.py_buffer(text))
+    ids = parse_uuids(column)
+    return None if ids is None else (block.base + starts, ids)
 
 
 def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:

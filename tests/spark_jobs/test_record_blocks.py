@@ -12,7 +12,7 @@ from spark_jobs.arrow_frames import output_schema
 from spark_jobs.bulk_range import decode, slow_block
 from spark_jobs.csv_blocks import csv_ends, decode_csv_block
 from spark_jobs.frame_source import CSV, JSON, JournalTask
-from spark_jobs.json_blocks import Block, decode_block
+from spark_jobs.json_blocks import Block, decode_block, leading_uuids
 from tests.spark_jobs.frames_support import Written, message_round
 
 TYPED = StructType([StructField("offset", LongType()), StructField("uuid", StringType()),
@@ -97,3 +97,16 @@ def test_a_csv_field_that_does_not_fit_the_schema_is_named_by_its_offset() -> No
     schema = output_schema(CSV, StructType([StructField("n", LongType())]))
     with pytest.raises(ValidationError, match=r"a/b offset 39: CSV field 1 \('five'\)"):
         decode(task(CSV), Block(0, data), schema)
+
+
+def test_leading_uuids_are_those_the_documents_hold() -> None:
+    block = rounds(JSON)
+    found = leading_uuids(block)
+    decoded = decode_block("a/b", block, output_schema(JSON, None))
+    assert found is not None and decoded is not None
+    assert found[0].tolist() == decoded.offsets.tolist()
+    for name in ("clock", "flags", "producer"):
+        assert getattr(found[1], name).tolist() == getattr(decoded.ids, name).tolist()
+    # A document whose UUID is not first (or is missing) leaves the block to the parser.
+    other = Block(0, block.data + b'{"n":1,"uuid":"00000000-0000-1000-8000-010203040506"}\n')
+    assert leading_uuids(other) is None
