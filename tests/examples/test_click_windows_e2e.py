@@ -16,12 +16,12 @@ from examples.click_windows import job
 from examples.click_windows.generate import Options, generate
 from examples.click_windows.messages import CLICKS_JOURNAL, COUNTS_JOURNAL, Click, WindowCount
 from gazette_core.broker.client.routing import Router
-from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.interfaces import JSONMessage
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, ok, stop_stack, wait_primaries, with_broker
+from spark_jobs.session import get_session
+from tests.gazctl.support import ok, wait_primaries, with_broker
+from tests.spark_jobs.frames_support import spark_stack
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -35,13 +35,8 @@ M = TypeVar("M", bound=JSONMessage)
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    directory = tmp_path_factory.mktemp("click-windows-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")):
-        try:
-            yield local_stack.up(directory, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+    with spark_stack(tmp_path_factory, "click-windows-stack") as stack:
+        yield stack
 
 
 def committed(address: str, journal: str, kind: type[M]) -> list[M]:

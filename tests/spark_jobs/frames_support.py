@@ -63,6 +63,18 @@ def s3_stack(factory: pytest.TempPathFactory, name: str) -> Iterator[Stack]:
             stop_stack(directory)
 
 
+@contextmanager
+def spark_stack(factory: pytest.TempPathFactory, name: str) -> Iterator[Stack]:
+    """A stack with `file://` stores only; the module's Spark session is stopped with it."""
+    directory = factory.mktemp(name)
+    with isolated_state_home(factory.mktemp("state")):
+        try:
+            yield local_stack.up(directory, timeout=60, activate=False)
+        finally:
+            stop_session()
+            stop_stack(directory)
+
+
 def s3_session(master: str, app_name: str) -> Any:
     """A Spark session whose executors have the S3 emulator's credentials."""
     # Workers of an earlier session's JVM would lack them: get_session starts a new one.

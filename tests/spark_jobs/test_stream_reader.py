@@ -25,13 +25,12 @@ import pytest
 
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.local import stack as local_stack
 from gazette_core.local.stack import Stack
 from spark_jobs.datasource import register
-from spark_jobs.session import get_session, stop_session
-from tests.gazctl.support import isolated_state_home, journals, stop_stack, with_broker
+from spark_jobs.session import get_session
+from tests.gazctl.support import journals, with_broker
 from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401 (a fixture)
-from tests.spark_jobs.frames_support import fragments
+from tests.spark_jobs.frames_support import fragments, spark_stack
 from tests.spark_jobs.stream_support import (
     Row,
     append_to,
@@ -50,13 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    directory = tmp_path_factory.mktemp("stream-stack")
-    with isolated_state_home(tmp_path_factory.mktemp("state")):
-        try:
-            yield local_stack.up(directory, timeout=60, activate=False)
-        finally:
-            stop_session()
-            stop_stack(directory)
+    with spark_stack(tmp_path_factory, "stream-stack") as stack:
+        yield stack
 
 
 @pytest.fixture(scope="module")
