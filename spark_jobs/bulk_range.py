@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, framing_for
-from gazette_core.message.interfaces import CSVRecord, JSONRecord
+from gazette_core.message.interfaces import CSVRecord, Envelope, JSONRecord
 from gazette_core.message.reader import MessageDecodeError
 from gazette_core.message.uuid import get_parts
 from spark_jobs.arrow_frames import batch_of_rows, output_schema
@@ -36,7 +36,6 @@ from spark_jobs.json_blocks import (
     decode_block,
     leading_uuids,
     line_ends,
-    record_starts,
 )
 from spark_jobs.uuid_columns import UUIDColumns
 
@@ -97,7 +96,7 @@ def decode(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlock:
 
 def slow_block(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlock:
     framing = framing_for(JSON_LINES if task.kind == JSON else CSV_TYPE)
-    bounds = record_starts(block.data, _ends(task))
+    bounds = block.bounds(_ends(task))
     rows, parts = [], []
     for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         record, at = block.data[start:stop], block.base + start
@@ -109,7 +108,7 @@ def slow_block(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlo
                 f"{task.journal} offset {at}: cannot decode message: {err}") from err
         if isinstance(msg, JSONRecord):
             msg.text = record.decode().rstrip("\r\n")
-        rows.append(message_row(_Env(task.journal, at, msg)))  # type: ignore[arg-type]
+        rows.append(message_row(Envelope(task.journal, at, at + len(record), msg)))
         clock, flags, producer = get_parts(msg.get_uuid())
         parts.append((clock, flags, int.from_bytes(producer, "big")))
     columns = np.array(parts, dtype=np.uint64).reshape(-1, 3)
@@ -117,13 +116,6 @@ def slow_block(task: JournalTask, block: Block, schema: pa.Schema) -> DecodedBlo
                       producer=columns[:, 2])
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids,
                         batch=batch_of_rows(task.kind, rows, schema))
-
-
-class _Env:
-    """What message_row reads of an envelope."""
-
-    def __init__(self, journal: str, begin: int, message: JSONRecord | CSVRecord) -> None:
-        self.journal, self.begin, self.message = journal, begin, message
 
 
 async def _replay(task: JournalTask, replay: Replay, schema: pa.Schema

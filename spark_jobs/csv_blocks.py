@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyarrow import csv as pacsv
 
 from spark_jobs.frame_columns import META
-from spark_jobs.json_blocks import Block, DecodedBlock, record_starts, repeated, uuid_column
+from spark_jobs.json_blocks import Block, DecodedBlock, repeated, uuid_column
 from spark_jobs.uuid_columns import parse_uuids
 
 
@@ -35,7 +35,7 @@ def csv_ends(data: bytes | bytearray) -> np.ndarray:
 
 def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
     """Every row of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
-    bounds = record_starts(block.data, csv_ends)
+    bounds = block.bounds(csv_ends)
     n = len(bounds) - 1
     table = _read(block.data, bounds)
     if table is None or table.num_rows != n:

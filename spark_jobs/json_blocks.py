@@ -35,12 +35,25 @@ _PREFIX_AT = np.arange(len(_LEADING))
 _UUID_AT = np.arange(36)
 
 
-@dataclass(frozen=True)
+def line_ends(data: bytes | bytearray) -> np.ndarray:
+    """Where JSON records end: after each newline."""
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+
+
+@dataclass(frozen=True, eq=False)
 class Block:
-    """Whole records of one journal: `data` starts at journal offset `base`."""
+    """Whole records of one journal: `data` starts at journal offset `base`. `ends`, where
+    the records end within `data`, is kept from cutting the block (None: not known yet)."""
 
     base: int
     data: bytes
+    ends: np.ndarray | None = None
+
+    def bounds(self, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
+               ) -> np.ndarray:
+        """Where the records start within `data`, and its length."""
+        found = self.ends if self.ends is not None else ends(self.data)
+        return np.concatenate(([0], found)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -48,11 +61,6 @@ class DecodedBlock:
     offsets: np.ndarray  # int64: each record's first byte in the journal
     ids: UUIDColumns
     batch: pa.RecordBatch  # every record, in the output schema
-
-
-def line_ends(data: bytes | bytearray) -> np.ndarray:
-    """Where JSON records end: after each newline."""
-    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
 
 
 async def blocks(task: JournalTask, begin: int, end: int | None,
@@ -66,36 +74,26 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
     async for offset, chunk in content(task, begin, end):
         if offset != base + len(pending):
             if pending:
-                whole = _whole(pending, ends)
-                if whole:
-                    yield Block(base, bytes(pending[:whole]))
+                found = ends(pending)
+                if len(found):
+                    yield Block(base, bytes(pending[:found[-1]]), found)
             # A partial record before the gap is lost.
             pending, base = bytearray(), offset
         pending += chunk
         if len(pending) >= block_bytes:
-            cut = _whole(pending, ends)
-            if cut:
-                yield Block(base, bytes(pending[:cut]))
+            found = ends(pending)
+            if len(found):
+                cut = int(found[-1])
+                yield Block(base, bytes(pending[:cut]), found)
                 del pending[:cut]
                 base += cut
-    cut = _whole(pending, ends)
+    found = ends(pending)
+    cut = int(found[-1]) if len(found) else 0
     if cut:
-        yield Block(base, bytes(pending[:cut]))
+        yield Block(base, bytes(pending[:cut]), found)
     if len(pending) > cut:
         raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
                                  f"{len(pending) - cut}-byte partial record")
-
-
-def _whole(data: bytearray, ends: Callable[[bytes | bytearray], np.ndarray]) -> int:
-    """How many bytes of `data` are whole records."""
-    found = ends(data)
-    return int(found[-1]) if len(found) else 0
-
-
-def record_starts(data: bytes, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
-                  ) -> np.ndarray:
-    """The offsets within `data` at which its records start, and its length."""
-    return np.concatenate(([0], ends(data))).astype(np.int64)
 
 
 def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
@@ -106,7 +104,7 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
     For scans of producer states only: the documents are parsed (and checked) by the
     tasks that read them.
     """
-    bounds = record_starts(block.data, ends)
+    bounds = block.bounds(ends)
     starts = bounds[:-1]
     if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 38):
         return None
@@ -124,7 +122,7 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
 
 def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
     """Every record of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
-    bounds = record_starts(block.data)
+    bounds = block.bounds()
     n = len(bounds) - 1
     docs = [f for f in schema if f.name not in META and f.name not in ("value", "fields")]
     read = pa.schema([pa.field("uuid", pa.string()),

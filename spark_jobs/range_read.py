@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 # or -1). Plain values, so streaming offsets (JSON) and partitions (pickled) carry them.
 ProducerState = bulk_sequence.ProducerState
 
-BATCH_ROWS = 8192
 
 
 @dataclass(frozen=True)
