@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from uuid import UUID
 
+import msgspec
+
 from gazette_core.message import json_fields
 
 ZERO_UUID = UUID(int=0)
@@ -34,9 +36,13 @@ class Message(Protocol):
     def new_acknowledgement(self, journal: str) -> Message: ...
 
 
-@dataclass(slots=True)
-class Envelope:
-    """A message and where it was read: [begin, end) are exact journal offsets."""
+class Envelope(msgspec.Struct):
+    """A message and where it was read: [begin, end) are exact journal offsets.
+
+    A struct rather than a dataclass because readers make one per message:
+    msgspec builds it in C, several times faster (fields, equality and
+    mutability are a dataclass's).
+    """
 
     journal: str
     begin: int
