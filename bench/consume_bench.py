@@ -2,8 +2,8 @@
 
 - `consume_{sqlite,json}_msgs_per_s`: small JSON messages (already in an R=1 journal)
   through one shard counting them per key into its recorded store, wait-for-ack on;
-  against `consume_ceiling_msgs_per_s`, reading and decoding the same messages with
-  `read_committed()` and no consumer (`consume_{sqlite,json}_ratio`).
+  against `consume_ceiling_msgs_per_s`, reading and decoding the same messages (as a
+  StructMessage) with `read_committed()` and no consumer (`consume_{sqlite,json}_ratio`).
 - `e2e_p50_ms` / `e2e_p99_ms`: from `publish_committed` to `consume_message`, one
   message at a time; against the run's bare append round trip (`e2e_p50_vs_floor`).
 - `failover_s`: a consumer process SIGKILLed to its hot standby serving as PRIMARY,
@@ -40,6 +40,7 @@ from gazette_core.local import stack as local_stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import JSON_LINES, framing_for
 from gazette_core.message.interfaces import Envelope, JSONMessage, Message
+from gazette_core.message.structs import StructMessage
 from gazette_core.message.uuid import Flags, get_flags
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from gazette_core.testing.consumer_stack import StackConsumers
@@ -55,6 +56,13 @@ T = TypeVar("T")
 @dataclass
 class Tick(JSONMessage):
     uuid: str = ""
+    key: str = ""
+    sent_ns: int = 0
+
+
+class StructTick(StructMessage):
+    """Tick as a struct message: what the ceiling reads (the shards read Tick)."""
+
     key: str = ""
     sent_ns: int = 0
 
@@ -115,7 +123,7 @@ async def _fill(h: ConsumerHarness, count: int) -> int:
 
 async def _ceiling(h: ConsumerHarness, head: int) -> float:
     start, n = time.perf_counter(), 0
-    async for env in read_committed(h.journals, SOURCE, lambda _: Tick(), block=False):
+    async for env in read_committed(h.journals, SOURCE, lambda _: StructTick(), block=False):
         n += 1
         if env.end >= head:
             break

@@ -203,6 +203,15 @@ def _column_0(msg: Any) -> Any:
 _TEXT_OF: dict[type, Callable[[Any], Any] | None] = {}
 
 
+def text_uuid_type(kind: type) -> bool:
+    """Whether messages of `kind` keep their UUID as text in a `uuid` field."""
+    try:
+        text_of = _TEXT_OF[kind]
+    except KeyError:
+        text_of = _TEXT_OF[kind] = _text_uuid(kind)
+    return text_of is _uuid_field
+
+
 def message_parts(msg: Message) -> tuple[int, int, bytes]:
     """get_parts(msg.get_uuid()), read from the message's UUID text when it keeps one."""
     kind = type(msg)
