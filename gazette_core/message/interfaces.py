@@ -38,12 +38,14 @@ class Message(Protocol):
     def new_acknowledgement(self, journal: str) -> Message: ...
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     """A message and where it was read: [begin, end) are exact journal offsets.
 
     A struct rather than a dataclass because readers make one per message:
     msgspec builds it in C, several times faster (fields, equality and
-    mutability are a dataclass's).
+    mutability are a dataclass's). It is not tracked by the garbage collector,
+    whose passes over hundreds of thousands of live envelopes cost more than
+    decoding them: a message must not refer back to its envelope.
     """
 
     journal: str
