@@ -191,6 +191,8 @@ def _text_uuid(kind: type) -> Callable[[Any], Any] | None:
             return _uuid_field
     if issubclass(kind, CSVRecord) and kind.get_uuid is CSVRecord.get_uuid:
         return _column_0
+    if issubclass(kind, ProtoMessage) and kind.get_uuid is ProtoMessage.get_uuid:
+        return _proto_field  # A bytes field is not text: it goes through get_uuid().
     return None
 
 
@@ -200,6 +202,10 @@ def _uuid_field(msg: Any) -> Any:
 
 def _column_0(msg: Any) -> Any:
     return msg[0] if msg else ""
+
+
+def _proto_field(msg: Any) -> Any:
+    return getattr(msg.pb, msg.uuid_field)
 
 
 _TEXT_OF: dict[type, Callable[[Any], Any] | None] = {}
