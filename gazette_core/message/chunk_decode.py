@@ -25,9 +25,10 @@ from google.protobuf.message import DecodeError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, with_type
 from gazette_core.message.framing import Framing, JSONFraming
-from gazette_core.message.interfaces import Envelope, Message
+from gazette_core.message.interfaces import Envelope, Message, text_uuid_type
 from gazette_core.message.splitter import LineSplitter, Splitter
 from gazette_core.message.structs import StructMessage, decoder
+from gazette_core.message.uuid_batch import EnvelopeBatch, leading_uuids
 
 NewMessage = Callable[[pb.JournalSpec], Message]
 
@@ -66,11 +67,19 @@ class ChunkDecoder:
         self._new_message = new_message
         self._keep = keep_records
         self._struct: type | None = None
+        self._first: Message | None = None
+        self._leading_uuid = False  # Whether a struct's "uuid" key is its UUID text.
         self._learnt = not isinstance(framing, JSONFraming)  # Only JSON lines decode in bulk.
 
     def decode(self, splitter: Splitter, chunk: bytes) -> Decoded:
         """The envelopes of the records `chunk` completes, and the error that stopped them
         (raise it after handing out the envelopes before it)."""
+        if not self._learnt and isinstance(splitter, LineSplitter) and b"\n" in chunk:
+            # The chunk completes a record, which begins where the splitter stands.
+            try:
+                self._first = self._message(splitter.position)
+            except NewMessageError as err:
+                return [], err
         if self._struct is not None and isinstance(splitter, LineSplitter):
             at, block = splitter.feed_block(chunk)
             return self._bulk(at, block)
@@ -91,11 +100,18 @@ class ChunkDecoder:
             return self._one_by_one(self._spans(at, block))
         end_list = ends.tolist()
         begins = [at, *end_list[:-1]]
+        uuids = None
+        if self._leading_uuid:
+            starts = ends - (at + 1)
+            starts[1:] = starts[:-1] + 1
+            starts[0] = 0
+            uuids = leading_uuids(block, starts)
         if self._keep:
             records = [block[b - at:e - at] for b, e in zip(begins, end_list, strict=True)]
-            return list(map(Envelope, repeat(self._journal), begins, end_list, msgs,
-                            records)), None
-        return list(map(Envelope, repeat(self._journal), begins, end_list, msgs)), None
+            return EnvelopeBatch(map(Envelope, repeat(self._journal), begins, end_list, msgs,
+                                     records), uuids), None
+        return EnvelopeBatch(map(Envelope, repeat(self._journal), begins, end_list, msgs),
+                             uuids), None
 
     @staticmethod
     def _spans(at: int, block: bytes) -> list[tuple[int, bytes]]:
@@ -128,13 +144,26 @@ class ChunkDecoder:
     def _message(self, offset: int) -> Message:
         if self._struct is not None:
             return self._struct()  # type: ignore[no-any-return]
+        if self._first is not None:  # Made to learn the type, for the first record.
+            msg, self._first = self._first, None
+            return msg
         msg = new_message_at(self._new_message, self._spec, offset)
         if not self._learnt:
             # The first message says the type; a struct type is decoded in bulk from now on.
             self._learnt = True
             if isinstance(msg, StructMessage):
                 self._struct = type(msg)
+                self._leading_uuid = _uuid_keyed(self._struct)
         return msg
+
+
+def _uuid_keyed(cls: type) -> bool:
+    """Whether struct type `cls` takes its UUID text (for the sequencer) from the JSON key
+    "uuid", and from no other."""
+    names = dict(zip(cls.__struct_fields__, cls.__struct_encode_fields__,  # type: ignore
+                     strict=True))
+    return (text_uuid_type(cls) and names.get("uuid") == "uuid"
+            and list(names.values()).count("uuid") == 1)
 
 
 def _caused(err: Exception, cause: Exception) -> Exception:

@@ -123,7 +123,7 @@ class Sequencer:
             raise RuntimeError("queue_batch() while a committed sequence is "
                                "being dequeued: step() through it first")
         rest = envs[start:]
-        arrays = batch_arrays(rest) if len(rest) >= _BULK_MIN else None
+        arrays = batch_arrays(envs, start) if len(rest) >= _BULK_MIN else None
         if arrays is not None:
             if self._settle_outside(rest, arrays):
                 return list(rest), len(envs)

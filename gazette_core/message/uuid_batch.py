@@ -10,7 +10,7 @@ exactly as uuid.UUID does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -40,6 +40,24 @@ class UUIDArrays:
     def producer_id(self, row: int) -> bytes:
         return self.octets[row, 10:16].tobytes()  # type: ignore[no-any-return]
 
+    def rows(self, start: int) -> UUIDArrays:
+        """The arrays from row `start` on."""
+        if start == 0:
+            return self
+        return UUIDArrays(clock=self.clock[start:], flags=self.flags[start:],
+                          producer=self.producer[start:], octets=self.octets[start:])
+
+
+class EnvelopeBatch(list[Envelope]):
+    """Envelopes of one journal read together, with the arrays of their UUIDs when the
+    reader found them in the records (`uuids`, for Sequencer.queue_batch)."""
+
+    __slots__ = ("uuids",)
+
+    def __init__(self, envelopes: Iterable[Envelope], uuids: UUIDArrays | None) -> None:
+        super().__init__(envelopes)
+        self.uuids = uuids
+
 
 def parse_texts(texts: list[str]) -> UUIDArrays | None:
     """The parts of each canonical UUID text, or None if any text is not one."""
@@ -47,7 +65,31 @@ def parse_texts(texts: list[str]) -> UUIDArrays | None:
     joined = "".join(texts)
     if n == 0 or len(joined) != 36 * n or not joined.isascii():
         return None
-    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(n, 36)
+    return _parse(np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(n, 36))
+
+
+_LEAD = np.frombuffer(b'{"uuid":"', dtype=np.uint8)
+_SPAN = np.arange(len(_LEAD) + 37)  # The lead, the text and its closing quote.
+
+
+def leading_uuids(block: bytes, begins: np.ndarray) -> UUIDArrays | None:
+    """The UUIDs of JSON lines (starting in `block` at `begins`) that each open with a
+    canonical `{"uuid":"..."` and name no other "uuid" key, as a decoder into a struct
+    whose `uuid` field has that name would read them; None for any other block."""
+    n = len(begins)
+    # One "uuid" per line, each at its start; no escape that could spell another.
+    if n == 0 or block.count(b'"uuid"') != n or b"\\u" in block:
+        return None
+    if int(begins[-1]) + len(_SPAN) > len(block):
+        return None
+    window = np.frombuffer(block, dtype=np.uint8)[begins[:, None] + _SPAN]
+    if not ((window[:, :len(_LEAD)] == _LEAD).all() and (window[:, -1] == ord('"')).all()):
+        return None
+    return _parse(window[:, len(_LEAD):-1])
+
+
+def _parse(chars: np.ndarray) -> UUIDArrays | None:
+    """The parts of (n, 36) UUID text characters, or None if a row is not canonical."""
     if not (chars[:, _DASHES] == ord("-")).all():
         return None
     nibbles = _NIBBLE[chars[:, _DIGITS]]
@@ -70,9 +112,13 @@ _UUID = attrgetter("uuid")
 _JOURNAL = attrgetter("journal")
 
 
-def batch_arrays(envs: Sequence[Envelope]) -> UUIDArrays | None:
-    """The UUID arrays of envelopes of one journal whose messages keep a canonical UUID
-    text (interfaces.message_parts would read it), or None."""
+def batch_arrays(envs: Sequence[Envelope], start: int) -> UUIDArrays | None:
+    """The UUID arrays of `envs[start:]`, envelopes of one journal whose messages keep a
+    canonical UUID text (interfaces.message_parts would read it), or None."""
+    found = getattr(envs, "uuids", None)
+    if found is not None and len(found.clock) == len(envs):
+        return found.rows(start)  # type: ignore[no-any-return]
+    envs = envs[start:]
     if len(set(map(_JOURNAL, envs))) != 1:
         return None
     msgs = list(map(_MESSAGE, envs))
