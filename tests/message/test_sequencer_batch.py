@@ -20,6 +20,7 @@ from gazette_core.message.interfaces import ZERO_UUID, CSVRecord, Envelope, Mess
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
 from gazette_core.message.structs import StructMessage
 from gazette_core.message.uuid import Flags, build_uuid
+from gazette_core.message.uuid_batch import EnvelopeBatch, parse_texts
 from tests.message.random_journals import Event, journal
 from tests.message.support import Note
 
@@ -47,11 +48,14 @@ def envelopes(events: list[Event], rng: random.Random) -> list[Envelope]:
 
 
 def cut(envs: list[Envelope], rng: random.Random) -> list[list[Envelope]]:
-    """`envs` in batches of random sizes, up to a random largest one."""
+    """`envs` in batches of random sizes, up to a random largest one; some carry the arrays
+    of their UUIDs, as a reader's batches of struct messages do."""
     largest, out, at = rng.choice((1, 2, 5, 17, 40, 1000)), [], 0
     while at < len(envs):
         size = rng.randint(1, largest)
-        out.append(envs[at:at + size])
+        batch = envs[at:at + size]
+        uuids = parse_texts([getattr(e.message, "uuid", "") for e in batch])
+        out.append(EnvelopeBatch(batch, uuids) if uuids and rng.random() < 0.5 else batch)
         at += size
     return out
 
