@@ -14,6 +14,7 @@ from bench import (
     broker_bench,
     ceiling,
     consume_bench,
+    decode_bench,
     journals_frame_bench,
     recoverylog_bench,
     shards_prune_bench,
@@ -104,6 +105,8 @@ def main() -> None:
             local_stack.down(three.directory)
             # Consumers on stacks of their own (consume_bench says which).
             result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"]))
+            result.update(decode_bench.run(consume_bench.MESSAGES,
+                                           result["consume_ceiling_msgs_per_s"]))
             # Journals read into DataFrames on Spark, on a stack of its own.
             result.update(journals_frame_bench.run(Path(tmp)))
             # Recovery-log pruning on Spark against its serial delete loop (own stack).
