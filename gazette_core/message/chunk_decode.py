@@ -88,30 +88,40 @@ class ChunkDecoder:
     def _bulk(self, at: int, block: bytes) -> Decoded:
         if not block:
             return [], None
-        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-        ends += at + 1
-        try:
-            if not block.isascii():
-                block.decode("utf-8")  # msgspec does not look into the values of unknown keys
-            msgs = decoder(self._struct).decode_lines(block)  # type: ignore[arg-type]
-        except (msgspec.MsgspecError, ValueError):
-            msgs = []
-        if len(msgs) != len(ends):  # An error, or blank lines decode_lines passed over.
+        chars = np.frombuffer(block, dtype=np.uint8)
+        newlines = np.flatnonzero(chars == 10)
+        starts = np.concatenate(([0], newlines[:-1] + 1))
+        msgs = self._decode_lines(block, chars, starts, newlines)
+        if msgs is None:
             return self._one_by_one(self._spans(at, block))
-        end_list = ends.tolist()
+        end_list = (newlines + (at + 1)).tolist()
         begins = [at, *end_list[:-1]]
-        uuids = None
-        if self._leading_uuid:
-            starts = ends - (at + 1)
-            starts[1:] = starts[:-1] + 1
-            starts[0] = 0
-            uuids = leading_uuids(block, starts)
+        uuids = leading_uuids(block, starts) if self._leading_uuid else None
         if self._keep:
             records = [block[b - at:e - at] for b, e in zip(begins, end_list, strict=True)]
             return EnvelopeBatch(map(Envelope, repeat(self._journal), begins, end_list, msgs,
                                      records), uuids), None
         return EnvelopeBatch(map(Envelope, repeat(self._journal), begins, end_list, msgs),
                              uuids), None
+
+    def _decode_lines(self, block: bytes, chars: np.ndarray, starts: np.ndarray,
+                      newlines: np.ndarray) -> list[Message] | None:
+        """One struct per line of `block`, decoded at once; None unless each line is known
+        to be decoded exactly as on its own.
+
+        decode_lines reads a stream of documents, whatever the lines: it is taken
+        only when every line opens with `{` and closes with `}` (no line blank, no
+        document spread over lines, hence one per line when the counts agree).
+        """
+        if not ((chars[starts] == ord("{")).all() and (chars[newlines - 1] == ord("}")).all()):
+            return None
+        try:
+            if not block.isascii():
+                block.decode("utf-8")  # msgspec does not look into the values of unknown keys
+            msgs: list[Message] = decoder(self._struct).decode_lines(block)  # type: ignore
+        except (msgspec.MsgspecError, ValueError):
+            return None
+        return msgs if len(msgs) == len(newlines) else None
 
     @staticmethod
     def _spans(at: int, block: bytes) -> list[tuple[int, bytes]]:

@@ -105,7 +105,11 @@ async def test_batches_are_the_records_of_each_chunk_with_exact_offsets(
     assert one_by_one == flat
 
 
-@pytest.mark.parametrize("bad", [b'{"n":"x"}\n', b"\n", b'{"key":"\xff"}\n', b"[]\n"])
+@pytest.mark.parametrize("bad", [
+    b'{"n":"x"}\n', b"\n", b'{"key":"\xff"}\n', b"[]\n",
+    # Each line is one record: two documents on a line, or one over two lines, are not.
+    b'{"n":1} {"n":2}\n\n', b'{"n":1}{"n":2}\n \n', b'{"n":\n1}\n{}{}\n',
+])
 async def test_a_bad_record_ends_the_read_after_the_ones_before_it(
         stub: pb_grpc.JournalStub, journal: str, bad: bytes) -> None:
     good = JSONFraming().marshal(Tick(key="ok"))
