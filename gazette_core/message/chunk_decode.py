@@ -28,7 +28,7 @@ from gazette_core.message.framing import Framing, JSONFraming
 from gazette_core.message.interfaces import Envelope, Message, text_uuid_type
 from gazette_core.message.splitter import LineSplitter, Splitter
 from gazette_core.message.structs import StructMessage, decoder
-from gazette_core.message.uuid_batch import EnvelopeBatch, leading_uuids
+from gazette_core.message.uuid_batch import EnvelopeBatch, uuid_fields
 
 NewMessage = Callable[[pb.JournalSpec], Message]
 
@@ -68,7 +68,7 @@ class ChunkDecoder:
         self._keep = keep_records
         self._struct: type | None = None
         self._first: Message | None = None
-        self._leading_uuid = False  # Whether a struct's "uuid" key is its UUID text.
+        self._text_uuid = False  # Whether the struct's `uuid` field is its UUID text.
         self._learnt = not isinstance(framing, JSONFraming)  # Only JSON lines decode in bulk.
 
     def decode(self, splitter: Splitter, chunk: bytes) -> Decoded:
@@ -96,7 +96,7 @@ class ChunkDecoder:
             return self._one_by_one(self._spans(at, block))
         end_list = (newlines + (at + 1)).tolist()
         begins = [at, *end_list[:-1]]
-        uuids = leading_uuids(block, starts) if self._leading_uuid else None
+        uuids = uuid_fields(msgs) if self._text_uuid else None
         if self._keep:
             records = [block[b - at:e - at] for b, e in zip(begins, end_list, strict=True)]
             return EnvelopeBatch(map(Envelope, repeat(self._journal), begins, end_list, msgs,
@@ -163,17 +163,8 @@ class ChunkDecoder:
             self._learnt = True
             if isinstance(msg, StructMessage):
                 self._struct = type(msg)
-                self._leading_uuid = _uuid_keyed(self._struct)
+                self._text_uuid = text_uuid_type(self._struct)
         return msg
-
-
-def _uuid_keyed(cls: type) -> bool:
-    """Whether struct type `cls` takes its UUID text (for the sequencer) from the JSON key
-    "uuid", and from no other."""
-    names = dict(zip(cls.__struct_fields__, cls.__struct_encode_fields__,  # type: ignore
-                     strict=True))
-    return (text_uuid_type(cls) and names.get("uuid") == "uuid"
-            and list(names.values()).count("uuid") == 1)
 
 
 def _caused(err: Exception, cause: Exception) -> Exception:

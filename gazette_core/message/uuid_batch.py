@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +50,9 @@ class UUIDArrays:
 
 
 class EnvelopeBatch(list[Envelope]):
-    """Envelopes of one journal read together, with the arrays of their UUIDs when the
-    reader found them in the records (`uuids`, for Sequencer.queue_batch)."""
+    """Envelopes of one journal read together, with the arrays of their messages' UUIDs
+    when the reader has them (`uuids`, for Sequencer.queue_batch; they describe the list
+    as the reader made it: a changed list is one the sequencer reads again)."""
 
     __slots__ = ("uuids",)
 
@@ -68,24 +70,12 @@ def parse_texts(texts: list[str]) -> UUIDArrays | None:
     return _parse(np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(n, 36))
 
 
-_LEAD = np.frombuffer(b'{"uuid":"', dtype=np.uint8)
-_SPAN = np.arange(len(_LEAD) + 37)  # The lead, the text and its closing quote.
-
-
-def leading_uuids(block: bytes, begins: np.ndarray) -> UUIDArrays | None:
-    """The UUIDs of JSON lines (starting in `block` at `begins`) that each open with a
-    canonical `{"uuid":"..."` and name no other "uuid" key, as a decoder into a struct
-    whose `uuid` field has that name would read them; None for any other block."""
-    n = len(begins)
-    # One "uuid" per line, each at its start; no escape that could spell another.
-    if n == 0 or block.count(b'"uuid"') != n or b"\\u" in block:
+def uuid_fields(msgs: list[Any]) -> UUIDArrays | None:
+    """parse_texts of the `uuid` fields of `msgs` (None if one is not a canonical text)."""
+    try:
+        return parse_texts(list(map(_UUID, msgs)))
+    except TypeError:  # a field that is not a str
         return None
-    if int(begins[-1]) + len(_SPAN) > len(block):
-        return None
-    window = np.frombuffer(block, dtype=np.uint8)[begins[:, None] + _SPAN]
-    if not ((window[:, :len(_LEAD)] == _LEAD).all() and (window[:, -1] == ord('"')).all()):
-        return None
-    return _parse(window[:, len(_LEAD):-1])
 
 
 def _parse(chars: np.ndarray) -> UUIDArrays | None:
@@ -124,10 +114,7 @@ def batch_arrays(envs: Sequence[Envelope], start: int) -> UUIDArrays | None:
     msgs = list(map(_MESSAGE, envs))
     if not all(text_uuid_type(kind) for kind in set(map(type, msgs))):
         return None
-    try:
-        return parse_texts(list(map(_UUID, msgs)))
-    except TypeError:  # a text that is not a str
-        return None
+    return uuid_fields(msgs)
 
 
 def row_parts(arrays: UUIDArrays) -> list[tuple[int, int, bytes]]:

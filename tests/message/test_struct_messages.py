@@ -122,7 +122,7 @@ async def test_a_bad_record_ends_the_read_after_the_ones_before_it(
     assert [e.end for e in got] == [len(good), 2 * len(good), 3 * len(good)]
 
 
-async def test_uuids_read_from_the_records_are_those_of_the_decoded_messages(
+async def test_the_uuid_arrays_of_a_batch_are_those_of_its_messages(
         stub: pb_grpc.JournalStub, journal: str) -> None:
     framing = JSONFraming()
     ticks = [Tick(key=f"k{i}") for i in range(40)]
@@ -130,15 +130,15 @@ async def test_uuids_read_from_the_records_are_those_of_the_decoded_messages(
         tick.set_uuid(build_uuid(A, (1 << 44) + 16 * i, i % 3))
     ticks[7].uuid = ticks[7].uuid.upper()
     await append(stub, journal, b"".join(map(framing.marshal, ticks)))
-    # A later "uuid" key wins when decoding: this chunk's records cannot be read in place.
+    # A later "uuid" key wins when decoding, and in the arrays.
     twice = b'{"uuid":"%s","uuid":"%s"}\n' % (ticks[0].uuid.encode(), ticks[1].uuid.encode())
     await append(stub, journal, b"".join(map(framing.marshal, ticks[:20])) + twice)
     batches = [b async for b in read_uncommitted_batches(stub, journal, 0, lambda _: Tick(),
                                                           block=False)]
     assert [len(b) for b in batches] == [40, 21]
-    first, second = batches
-    uuids = first.uuids  # type: ignore[attr-defined]
-    assert [(int(c), int(f), uuids.producer_id(i)) for i, (c, f) in enumerate(
-        zip(uuids.clock, uuids.flags, strict=True))] == [get_parts(t.get_uuid()) for t in ticks]
-    assert second.uuids is None  # type: ignore[attr-defined]
-    assert second[-1].message.uuid == ticks[1].uuid  # type: ignore[attr-defined]
+    for batch in batches:
+        uuids = batch.uuids  # type: ignore[attr-defined]
+        assert [(int(c), int(f), uuids.producer_id(i)) for i, (c, f) in enumerate(
+            zip(uuids.clock, uuids.flags, strict=True))] == [
+            get_parts(e.message.get_uuid()) for e in batch]
+    assert batches[1][-1].message.uuid == ticks[1].uuid  # type: ignore[attr-defined]
