@@ -7,6 +7,8 @@ zero UUID, and readers then treat each of its messages as committed
 immediately: delivery degrades to at-least-once.
 
 Built-in types, one per framing:
+- `StructMessage` (structs.py): a base for msgspec struct messages, one JSON
+  object each, decoded in C a read chunk at a time (the fast choice);
 - `JSONMessage`: a base for `@dataclass` messages, one JSON object each;
 - `JSONRecord`: a JSON object of any shape, of which only the UUID is read;
 - `CSVRecord`: a row of strings whose column 0 holds the UUID;
