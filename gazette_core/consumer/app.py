@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -115,12 +116,20 @@ async def call(fn: Callable[..., Any], *args: Any, where: str = "", name: str = 
         if inspect.isawaitable(result):
             return await result
         return result
-    except DeferToNextTransaction:
-        raise
     except BaseException as err:
-        if ours(err):
+        failure = app_failure(fn, err, where, name)
+        if failure is None:
             raise
-        raise AppError(name or _name(fn), err, where) from err
+        raise failure from err
+
+
+def app_failure(fn: Callable[..., Any], err: BaseException, where: str = "",
+                name: str = "") -> AppError | None:
+    """The AppError that `call` raises for `err` out of `fn`; None for what goes through as
+    it is (DeferToNextTransaction, a cancellation of the running task)."""
+    if isinstance(err, DeferToNextTransaction) or ours(err):
+        return None
+    return AppError(name or _name(fn), err, where)
 
 
 async def guarded(method: str, awaitable: Awaitable[T]) -> T:
@@ -147,10 +156,18 @@ def message_factory(app: Any) -> Callable[[pb.JournalSpec], Any]:
     The reader that calls it reports what it raises with the record's journal and offset.
     """
     new_message = app.new_message
+    plain: set[type] = set()  # types of results known not to be awaitable
 
     def make(spec: pb.JournalSpec) -> Any:
         result = new_message(spec)
-        return _run_now(result) if inspect.isawaitable(result) else result
+        kind = type(result)
+        if kind in plain:  # runs once per record: skip the slower awaitable check
+            return result
+        if inspect.isawaitable(result):
+            return _run_now(result)
+        if kind is not types.GeneratorType:  # whether a generator awaits is per object
+            plain.add(kind)
+        return result
 
     return make
 

@@ -21,6 +21,7 @@ that resolved, when the shard's progress is published (txn_commit).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from gazette_core.consumer.app import (
     DeferToNextTransaction,
+    app_failure,
     call,
     call_optional,
     guarded,
@@ -43,8 +45,9 @@ from gazette_core.consumer.txn_commit import (
     start_acks,
 )
 from gazette_core.consumer.txn_hints import HintsTimer
-from gazette_core.consumer.txn_reader import ReadChannel, start_offsets
+from gazette_core.consumer.txn_reader import ReadChannel, start_offsets, wake
 from gazette_core.errors import GazetteError, with_type
+from gazette_core.message.interfaces import Envelope
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
@@ -117,13 +120,17 @@ class TxnLoop:
         self.new_message = message_factory(app)
         self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
-        self._next: Any = None  # the dequeued envelope to consume next
+        self._chunk: list[Envelope] = []  # the read chunk being sequenced, from _at on
+        self._at = 0
+        self._next: Envelope | None = None  # the dequeued envelope to consume next
         self._prev: Settled | None = None
+        self._woken: asyncio.Future[None] | None = None  # resolved to end a wait early
         self.transactions = 0
 
     def stop(self) -> None:
         """Finish the open transaction (commit what it consumed), then end the loop."""
         self._stopping.set()
+        wake(self._woken)
 
     async def run(self) -> None:
         self.appender.start()
@@ -149,11 +156,16 @@ class TxnLoop:
     # One transaction.
 
     async def _transaction(self) -> bool:
-        """Run one transaction to its commit; False if stopping before it consumed anything."""
+        """Run one transaction to its commit; False if stopping before it consumed anything.
+
+        The rules are looked at between read chunks: within one, every message is
+        taken in turn (the channel has something ready), as it would be one by one.
+        """
         txn = _Txn()
         loop = asyncio.get_running_loop()
         while True:
-            await self._consume(txn)
+            if not txn.deferred:
+                await self._consume(txn)
             if txn.deferred:
                 break
             now = loop.time()
@@ -166,12 +178,16 @@ class TxnLoop:
                     break
                 await self._wait_prev()  # Stalled: held back only by the previous commit.
                 continue
-            blocks = self._blocks(txn, now)
-            if not blocks and self.channel.queue.empty():
+            if self._at < len(self._chunk):
+                await self._sequence(txn)
+                continue
+            queue = self.channel.queue
+            if not queue.empty():
+                self._take(queue.get_nowait())
+            elif not self._blocks(txn, now):
                 break
-            item = await self._next_item(txn, blocks, now)
-            if item is not None:
-                await self._queue(txn, item)
+            else:
+                await self._wait(txn, now)
         await self._commit(txn)
         self.transactions += 1
         return True
@@ -194,62 +210,87 @@ class TxnLoop:
         assert self._prev is not None
         await self._prev.wait()
 
-    async def _next_item(self, txn: _Txn, blocks: bool, now: float) -> Any:
-        """The next envelope, or None when a timer, the previous commit or stop() woke us."""
-        queue = self.channel.queue
-        if not queue.empty() or not blocks:
-            return queue.get_nowait()
-        deadline: float | None = None
+    async def _wait(self, txn: _Txn, now: float) -> None:
+        """Until a chunk arrives (then taken), the next deadline passes, the previous commit
+        resolves or stop() is called; the last three resolve one future by callbacks."""
+        loop = asyncio.get_running_loop()
+        getter = asyncio.ensure_future(self.channel.queue.get())
+        woken = self._woken = loop.create_future()
+        timer = None
         if txn.began is not None:
-            deadline = txn.min_at if now < txn.min_at else txn.max_at
-        getter = asyncio.ensure_future(queue.get())
-        waits: set[asyncio.Future[Any]] = {getter, asyncio.ensure_future(self._stopping.wait())}
-        if self._prev is not None and not self._prev.done():
-            waits.add(asyncio.ensure_future(asyncio.shield(self._prev.future())))
-        try:
-            timeout = None if deadline is None else max(0.0, deadline - now)
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                if w is not getter:
-                    w.cancel()
-        if getter.done():
-            return getter.result()
-        await cancel_and_wait(getter)
-        return None if getter.cancelled() else getter.result()  # done as it was cancelled
+            timer = loop.call_at(txn.min_at if now < txn.min_at else txn.max_at, wake, woken)
+        prev = self._prev.future() if self._prev is not None and not self._prev.done() else None
 
-    async def _queue(self, txn: _Txn, item: Any) -> None:
-        if isinstance(item, BaseException):
-            raise item
-        seq = self.sequencer
+        def on_prev(_: Any) -> None:
+            wake(woken)
+
+        if prev is not None:
+            prev.add_done_callback(on_prev)
         try:
-            outcome = seq.queue_uncommitted(item)
-        except Exception as err:  # e.g. a message type whose get_uuid() cannot parse its UUID
-            raise TxnError(f"sequencing the message at {item.journal}:{item.begin}: "
-                           f"{with_type(err)}") from err
-        if outcome in _COMMITS:
-            if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-                journal, begin, end = seq.replay_range()
-                seq.start_replay(read_uncommitted(self.client, journal, begin,
-                                                  self.new_message, end=end))
-            self._next = seq.dequeued if await seq.step() else None
-        elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
-            # Nothing to commit for a duplicate or rollback: progress moves on directly,
-            # so a Stat waiting for this offset does not hang.
-            through = seq.read_through().get(item.journal)
-            if through is not None:
-                self.shard.set_progress({item.journal: through}, {})
+            await asyncio.wait((getter, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._woken = None
+            woken.cancel()
+            if timer is not None:
+                timer.cancel()
+            if prev is not None:
+                prev.remove_done_callback(on_prev)
+            if not getter.done():
+                await cancel_and_wait(getter)
+        if not getter.cancelled():  # done, maybe as it was cancelled
+            self._take(getter.result())
+
+    def _take(self, item: list[Envelope] | Exception) -> None:
+        self.channel.taken(item)
+        if isinstance(item, Exception):
+            raise item
+        self._chunk, self._at = item, 0
+
+    async def _sequence(self, txn: _Txn) -> None:
+        """Queue the rest of the current chunk, consuming what each envelope commits; stops
+        early when a message is deferred to the next transaction."""
+        seq, chunk = self.sequencer, self._chunk
+        while self._at < len(chunk):
+            env = chunk[self._at]
+            self._at += 1
+            try:
+                outcome = seq.queue_uncommitted(env)
+            except Exception as err:  # e.g. a message type whose get_uuid() cannot parse it
+                raise TxnError(f"sequencing the message at {env.journal}:{env.begin}: "
+                               f"{with_type(err)}") from err
+            if outcome is QueueOutcome.OUTSIDE_COMMIT or outcome in _COMMITS:
+                if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                    journal, begin, end = seq.replay_range()
+                    seq.start_replay(read_uncommitted(self.client, journal, begin,
+                                                      self.new_message, end=end))
+                self._next = seq.dequeued if await seq.step() else None
+                await self._consume(txn)
+                if txn.deferred:
+                    return
+            elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
+                # Nothing to commit for a duplicate or rollback: progress moves on directly,
+                # so a Stat waiting for this offset does not hang.
+                through = seq.read_through().get(env.journal)
+                if through is not None:
+                    self.shard.set_progress({env.journal: through}, {})
 
     async def _consume(self, txn: _Txn) -> None:
         """Consume every dequeued message; a deferral ends the transaction."""
-        seq = self.sequencer
+        seq, consume = self.sequencer, self.app.consume_message
+        shard, store, publisher = self.shard, self.store, self.publisher
         while (envelope := self._next) is not None:
             if txn.began is None:
                 await self._begin(txn)
             try:
-                await call(self.app.consume_message, self.shard, self.store, envelope,
-                           self.publisher, where=f"{envelope.journal}:{envelope.begin}")
-            except DeferToNextTransaction as err:
+                result = consume(shard, store, envelope, publisher)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except BaseException as err:
+                failure = app_failure(consume, err, f"{envelope.journal}:{envelope.begin}")
+                if failure is not None:
+                    raise failure from err
+                if not isinstance(err, DeferToNextTransaction):
+                    raise
                 if txn.consumed == 0:
                     raise TxnError("consume_message deferred the first message of a "
                                    "transaction to the next one") from err

@@ -117,3 +117,59 @@ async def read_uncommitted(
         raise MessageDecodeError(
             f"{journal} offset {splitter.position}: unexpected end of read inside a "
             f"{splitter.pending}-byte partial record")
+
+
+async def read_uncommitted_batches(
+    client: JournalClient, journal: str, offset: int, new_message: NewMessage,
+    *, end: int | None = None, block: bool = True, options: pb.ReadRequest | None = None,
+    file_root: str | None = None, keep_records: bool = False,
+) -> AsyncIterator[list[Envelope]]:
+    """`read_uncommitted` one read chunk at a time: the envelopes of the records that
+    are complete in each chunk (maybe none), with the same semantics and errors."""
+    spec = await journal_spec(client, journal)
+    framing = journal_framing(spec)
+    request = pb.ReadRequest()
+    if options is not None:
+        request.CopyFrom(options)
+    request.journal, request.offset, request.block = journal, offset, block
+    request.end_offset = end or 0
+    splitter = _splitter(framing, journal, offset)
+    async with RetryReader(client, request, file_root=file_root) as reader:
+        async for chunk in reader:
+            start = reader.offset - len(chunk)
+            expected = splitter.position + splitter.pending
+            if start != expected:
+                if expected >= 0:
+                    log.warning("reading %s jumped from offset %d to %d (%d bytes of a "
+                                "partial record dropped)", journal, expected, start,
+                                splitter.pending)
+                splitter = _splitter(framing, journal, start)
+            batch: list[Envelope] = []
+            try:
+                for begin, record in splitter.feed_spans(chunk):
+                    batch.append(_decoded(framing, spec, new_message, begin, record,
+                                          keep_records))
+            except MessageDecodeError:
+                if batch:  # What precedes the bad record is delivered first, as one by one.
+                    yield batch
+                raise
+            yield batch
+    if splitter.pending:
+        raise MessageDecodeError(
+            f"{journal} offset {splitter.position}: unexpected end of read inside a "
+            f"{splitter.pending}-byte partial record")
+
+
+def _decoded(framing: Framing, spec: pb.JournalSpec, new_message: NewMessage, begin: int,
+             record: bytes, keep_records: bool) -> Envelope:
+    msg = _new_message(new_message, spec, begin)
+    try:
+        msg = framing.unmarshal(record, msg)
+    except (ValueError, TypeError, DecodeError) as err:
+        raise MessageDecodeError(
+            f"{spec.name} offset {begin}: cannot decode message: {err}") from err
+    except Exception as err:  # a message type's own decoding, failing otherwise
+        raise MessageDecodeError(f"{spec.name} offset {begin}: cannot decode "
+                                 f"message: {with_type(err)}") from err
+    return Envelope(spec.name, begin, begin + len(record), msg,
+                    record if keep_records else b"")
