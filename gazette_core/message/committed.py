@@ -16,7 +16,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from gazette_core.message.interfaces import Envelope
-from gazette_core.message.reader import NewMessage, read_uncommitted
+from gazette_core.message.reader import (
+    NewMessage,
+    read_uncommitted,
+    read_uncommitted_batches,
+)
 from gazette_core.message.sequencer import COMMIT_OUTCOMES, QueueOutcome, Sequencer
 
 if TYPE_CHECKING:
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 
 Replay = Callable[[str, int, int], AsyncIterator[Envelope]]
 """Reads (journal, begin, end) again as uncommitted envelopes."""
+Source = AsyncIterator[Envelope] | AsyncIterator[list[Envelope]]
 
 
 async def read_committed(
@@ -42,15 +47,16 @@ async def read_committed(
     def replay(name: str, begin: int, end: int) -> AsyncIterator[Envelope]:
         return read_uncommitted(client, name, begin, new_message, end=end)
 
-    source = read_uncommitted(client, journal, offset, new_message, block=block)
+    source = read_uncommitted_batches(client, journal, offset, new_message, block=block)
     async for env in sequence_committed(source, replay, ring_size=ring_size):
         yield env
 
 
 async def sequence_committed(
-    envelopes: AsyncIterator[Envelope], replay: Replay, *, ring_size: int = 8192,
+    envelopes: Source, replay: Replay, *, ring_size: int = 8192,
 ) -> AsyncIterator[Envelope]:
-    """The committed envelopes of a read of uncommitted ones, ACKs left out.
+    """The committed envelopes of a read of uncommitted ones (one by one or in lists, as
+    read_uncommitted_batches gives them), ACKs left out.
 
     `replay(journal, begin, end)` reads a span again for commits whose
     pending messages left the sequencer's ring.
@@ -66,11 +72,13 @@ class CommittedSequence:
     what this one handed out (`resume_offset`).
     """
 
-    def __init__(self, envelopes: AsyncIterator[Envelope], replay: Replay, *,
-                 ring_size: int = 8192) -> None:
+    def __init__(self, envelopes: Source, replay: Replay, *, ring_size: int = 8192) -> None:
         self._envelopes = envelopes
         self._replay = replay
         self.sequencer = Sequencer(ring_size=ring_size)
+        # The envelope being handed out from a batch the sequencer settled whole: it is
+        # ahead of it, so resume_offset answers for this one (Sequencer.queue_batch).
+        self._handing: Envelope | None = None
 
     def __aiter__(self) -> AsyncGenerator[Envelope, None]:
         return self.messages()
@@ -79,19 +87,31 @@ class CommittedSequence:
         """The committed envelopes, in the order consumers see them."""
         sequencer = self.sequencer
         try:
-            async for env in self._envelopes:
-                outcome = sequencer.queue_uncommitted(env)
-                if outcome not in COMMIT_OUTCOMES:
-                    continue
-                if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-                    sequencer.start_replay(self._replay(*sequencer.replay_range()))
-                # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
-                skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
-                while await sequencer.step():
-                    committed = sequencer.dequeued
-                    assert committed is not None
-                    if committed is not skip:
-                        yield committed
+            async for item in self._envelopes:
+                batch = item if isinstance(item, list) else [item]
+                at, n = 0, len(batch)
+                while at < n:
+                    committed, at = sequencer.queue_batch(batch, at, acks=False)
+                    for env in committed:
+                        self._handing = env
+                        yield env
+                    self._handing = None
+                    if at == n:
+                        break
+                    # A commit or rollback closing an open transaction, stepped through.
+                    env, at = batch[at], at + 1
+                    outcome = sequencer.queue_uncommitted(env)
+                    if outcome not in COMMIT_OUTCOMES:
+                        continue
+                    if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                        sequencer.start_replay(self._replay(*sequencer.replay_range()))
+                    # Every outcome but OUTSIDE_COMMIT is committed by an ACK, handed out last.
+                    skip = env if outcome is not QueueOutcome.OUTSIDE_COMMIT else None
+                    while await sequencer.step():
+                        committed_env = sequencer.dequeued
+                        assert committed_env is not None
+                        if committed_env is not skip:
+                            yield committed_env
         finally:
             # A caller that stops early ends the read (and its RPC) now, not at collection.
             aclose = getattr(self._envelopes, "aclose", None)
@@ -104,4 +124,11 @@ class CommittedSequence:
         `start` is where this read started; `consumed` whether the envelope
         last handed out was used (the caller may have stopped before using it).
         """
-        return self.sequencer.resume_offset(journal, start, consumed)
+        handing = self._handing
+        if handing is None or handing.journal != journal:
+            return self.sequencer.resume_offset(journal, start, consumed)
+        # As the Sequencer answers while `handing` is its dequeued envelope: transactions
+        # the batch opened after it begin later, and none it closed is past it.
+        at = handing.end if consumed else handing.begin
+        opened = self.sequencer.earliest_open(journal)
+        return at if opened is None else min(at, opened)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+import msgspec
+
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.message.framing_csv import CSVFraming
 from gazette_core.message.framing_proto import ProtoFixedFraming
 from gazette_core.message.interfaces import Message
 from gazette_core.message.splitter import LineSplitter, Splitter
+from gazette_core.message.structs import StructMessage, decoder, field_error
 
 CONTENT_TYPE_LABEL = "content-type"
 JSON_LINES = "application/x-ndjson"
@@ -43,22 +46,71 @@ def _not_json(constant: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
+_ENCODER = msgspec.json.Encoder()
+
+
+def _stdlib_loads(record: bytes) -> Any:
+    """The reference decoding: its errors are the ones reported.
+
+    JSON on the wire is UTF-8 (given bytes, json.loads would also guess UTF-16
+    and UTF-32), and NaN and the infinities are not JSON: Go refuses both.
+    """
+    return _DECODER.decode(record.decode("utf-8"))
+
+
+def loads(record: bytes) -> Any:
+    """The JSON value of `record`, decoded in C; what msgspec refuses is decoded (or
+    refused, with its error) exactly as the standard library does."""
+    try:
+        return msgspec.json.decode(record)
+    except msgspec.MsgspecError:
+        return _stdlib_loads(record)
+
+
+def _check_finite(doc: Any, out: bytes) -> None:
+    """Refuse NaN and the infinities, which msgspec writes as null: Go's readers (and ours)
+    refuse them. Only a document with a null can hold one."""
+    if b"null" in out:
+        json.dumps(doc, allow_nan=False)
+
+
+def decode_struct(cls: type, record: bytes) -> Any:
+    """`record` decoded into struct type `cls`, with JSONFraming's rules and errors."""
+    if not record.isascii():
+        record.decode("utf-8")  # msgspec does not look into the values of unknown keys
+    try:
+        return decoder(cls).decode(record)
+    except msgspec.ValidationError as err:
+        raise field_error(cls, record, err) from None
+    except msgspec.DecodeError as err:
+        _stdlib_loads(record)  # raises the error JSONMessage decoding would
+        raise ValueError(f"JSON message: {err}") from None
 
 
 class JSONFraming:
-    """One compact JSON object per line; messages provide to/load_json_dict (JSONMessage)."""
+    """One compact JSON object per line: StructMessage, or a JSONMessage's to/load_json_dict."""
 
     content_type = JSON_LINES
 
     def marshal(self, msg: Message) -> bytes:
+        if isinstance(msg, StructMessage):
+            out = _ENCODER.encode(msg)
+            if b"null" in out:
+                _check_finite(msgspec.to_builtins(msg), out)
+            return out + b"\n"
         doc = msg.to_json_dict()  # type: ignore[attr-defined]
-        # NaN and the infinities are not JSON: Go's readers (and ours) refuse them.
-        return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        try:
+            out = _ENCODER.encode(doc)
+        except (TypeError, ValueError):  # said as the standard library says it
+            return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        _check_finite(doc, out)
+        return out + b"\n"
 
     def unmarshal(self, record: bytes, msg: Message) -> Message:
-        # JSON on the wire is UTF-8 (given bytes, json.loads would also guess UTF-16
-        # and UTF-32), and NaN and the infinities are not JSON: Go refuses both.
-        doc: Any = _DECODER.decode(record.decode("utf-8"))
+        if isinstance(msg, StructMessage):
+            decoded: Message = decode_struct(type(msg), record)
+            return decoded
+        doc = loads(record)
         if not isinstance(doc, dict):
             raise ValueError(f"JSON message is not an object: {record[:80]!r}")
         msg.load_json_dict(doc)  # type: ignore[attr-defined]

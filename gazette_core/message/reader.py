@@ -11,18 +11,22 @@ resumes at the next record after the jump and a warning says so.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
-
-from google.protobuf.message import DecodeError
 
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.errors import GazetteError, with_type
+from gazette_core.errors import GazetteError
+from gazette_core.message.chunk_decode import (  # noqa: F401  (re-exported)
+    ChunkDecoder,
+    MessageDecodeError,
+    NewMessage,
+    NewMessageError,
+)
 from gazette_core.message.framing import Framing, journal_framing
-from gazette_core.message.interfaces import Envelope, Message
+from gazette_core.message.interfaces import Envelope
 from gazette_core.message.splitter import Splitter
 
 if TYPE_CHECKING:
@@ -30,11 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NewMessage = Callable[[pb.JournalSpec], Message]
-
-
-class MessageDecodeError(GazetteError):
-    """A record could not be decoded (or ended early) at a journal offset."""
 
 
 async def journal_spec(client: JournalClient, journal: str) -> pb.JournalSpec:
@@ -45,22 +44,6 @@ async def journal_spec(client: JournalClient, journal: str) -> pb.JournalSpec:
         if entry.spec.name == journal:
             return entry.spec
     raise GazetteError(f"journal {journal!r} does not exist")
-
-
-class NewMessageError(GazetteError):
-    """The caller's `new_message` raised, for the record at a journal offset."""
-
-
-def _new_message(new_message: NewMessage, spec: pb.JournalSpec, offset: int) -> Message:
-    """`new_message(spec)`; what it raises, of any kind, as a NewMessageError.
-
-    It is the caller's (an application's) code, called without awaiting: no
-    exception out of it, SystemExit included, is a cancellation of the reader.
-    """
-    try:
-        return new_message(spec)
-    except BaseException as err:
-        raise NewMessageError(f"new_message at {spec.name}:{offset}: {with_type(err)}") from err
 
 
 def _splitter(framing: Framing, journal: str, base: int) -> Splitter:
@@ -82,6 +65,30 @@ async def read_uncommitted(
     `options` gives the read's other fields (do_not_proxy, begin_mod_time,
     min_etcd_revision), `file_root` is the RetryReader's, and with
     `keep_records` each envelope carries its record's bytes.
+    The envelopes of read_uncommitted_batches, one by one.
+    """
+    batches = read_uncommitted_batches(
+        client, journal, offset, new_message, end=end, block=block, options=options,
+        file_root=file_root, keep_records=keep_records)
+    try:
+        async for batch in batches:
+            for env in batch:
+                yield env
+    finally:
+        await batches.aclose()
+
+
+async def read_uncommitted_batches(
+    client: JournalClient, journal: str, offset: int, new_message: NewMessage,
+    *, end: int | None = None, block: bool = True, options: pb.ReadRequest | None = None,
+    file_root: str | None = None, keep_records: bool = False,
+) -> AsyncGenerator[list[Envelope], None]:
+    """read_uncommitted's envelopes, one list per read chunk: the records complete in it.
+
+    Same arguments, semantics and errors: a record that fails to decode raises
+    after the list of the envelopes before it in its chunk. Messages of a
+    StructMessage type are decoded a chunk at a time (chunk_decode.py), and
+    `new_message` is then called once per read to learn the type.
     """
     spec = await journal_spec(client, journal)
     framing = journal_framing(spec)
@@ -91,6 +98,7 @@ async def read_uncommitted(
     request.journal, request.offset, request.block = journal, offset, block
     request.end_offset = end or 0
     splitter = _splitter(framing, journal, offset)
+    decoder = ChunkDecoder(framing, spec, new_message, keep_records)
     async with RetryReader(client, request, file_root=file_root) as reader:
         async for chunk in reader:
             start = reader.offset - len(chunk)
@@ -101,18 +109,11 @@ async def read_uncommitted(
                                 "partial record dropped)", journal, expected, start,
                                 splitter.pending)
                 splitter = _splitter(framing, journal, start)
-            for begin, record in splitter.feed_spans(chunk):
-                msg = _new_message(new_message, spec, begin)
-                try:
-                    msg = framing.unmarshal(record, msg)
-                except (ValueError, TypeError, DecodeError) as err:
-                    raise MessageDecodeError(
-                        f"{journal} offset {begin}: cannot decode message: {err}") from err
-                except Exception as err:  # a message type's own decoding, failing otherwise
-                    raise MessageDecodeError(f"{journal} offset {begin}: cannot decode "
-                                             f"message: {with_type(err)}") from err
-                yield Envelope(journal, begin, begin + len(record), msg,
-                               record if keep_records else b"")
+            batch, error = decoder.decode(splitter, chunk)
+            if batch:
+                yield batch
+            if error is not None:
+                raise error
     if splitter.pending:
         raise MessageDecodeError(
             f"{journal} offset {splitter.position}: unexpected end of read inside a "

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from gazette_core.message.interfaces import Envelope
-from gazette_core.message.uuid import Flags, get_parts
+from gazette_core.message.interfaces import Envelope, message_parts
+from gazette_core.message.uuid import Flags
 
 
 @dataclass(slots=True, eq=False)
@@ -144,7 +144,7 @@ class Dequeue:
                 await self.close()
                 self.replay = None
                 return None
-            clock, flags, producer = get_parts(env.message.get_uuid())
+            clock, flags, producer = message_parts(env.message)
             # Replays re-read other producers' messages, and may repeat this one's.
             if (producer == owner.producer and flags == Flags.CONTINUE_TXN
                     and owner.min_clock < clock <= self.final_clock):

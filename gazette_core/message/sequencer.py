@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.message.interfaces import Envelope
+from gazette_core.message.interfaces import Envelope, message_parts
 from gazette_core.message.sequence import Dequeue, Producer, Ring
-from gazette_core.message.uuid import Flags, get_parts
+from gazette_core.message.uuid import Flags
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,9 @@ COMMIT_OUTCOMES = frozenset({
     QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
     QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY,
 })
+
+
+_CONTINUE, _ACK = int(Flags.CONTINUE_TXN), int(Flags.ACK_TXN)
 
 
 class Sequencer:
@@ -82,7 +85,7 @@ class Sequencer:
         if self._dequeue is not None:
             raise RuntimeError("queue_uncommitted() while a committed sequence is "
                                "being dequeued: step() through it first")
-        clock, flags, producer_id = get_parts(env.message.get_uuid())
+        clock, flags, producer_id = message_parts(env.message)
         if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
             self._dequeue = Dequeue(None, env, 0)
             return QueueOutcome.OUTSIDE_COMMIT
@@ -96,6 +99,56 @@ class Sequencer:
         if flags == Flags.CONTINUE_TXN:
             return self._queue_continue(env, producer, clock)
         return self._queue_outside(env, producer, clock)
+
+    def queue_batch(self, envs: Sequence[Envelope], start: int = 0, *, acks: bool = True
+                    ) -> tuple[list[Envelope], int]:
+        """Queue `envs[start:]` in read order while each is settled at once; return what they
+        commit and the index of the first envelope not queued (len(envs) if none).
+
+        Each queued envelope ends exactly as queue_uncommitted() and step()s through
+        its sequence would leave it (outcomes, offsets, producer states), and the
+        committed envelopes are what those steps would hand out, in order (ACKs
+        only with `acks`). The first not queued is one whose commit or rollback
+        closes a transaction still open: queue it with queue_uncommitted() and
+        step() through its sequence, then carry on with queue_batch(envs, index + 1).
+        A message outside a transaction whose producer has none open costs a
+        comparison and an append here.
+        """
+        if self._dequeue is not None:
+            raise RuntimeError("queue_batch() while a committed sequence is "
+                               "being dequeued: step() through it first")
+        out: list[Envelope] = []
+        producers, offsets, pending = self._producers, self._offsets, self._pending
+        for index in range(start, len(envs)):
+            env = envs[index]
+            clock, flags, pid = message_parts(env.message)
+            if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
+                offsets[env.journal] = env.end
+                out.append(env)
+                continue
+            producer = producers.get((env.journal, pid))
+            if producer is None:
+                producer = producers[(env.journal, pid)] = Producer(env.journal, pid, clock - 1,
+                                                                    clock - 1)
+            if flags == _CONTINUE:
+                self._queue_continue(env, producer, clock)
+                continue
+            if clock <= producer.min_clock and flags != _ACK:  # OUTSIDE_ALREADY_ACKED
+                offsets[env.journal] = env.end
+                continue
+            if producer.begin != -1:  # Closes an open transaction: the caller's to step.
+                return out, index
+            if flags == _ACK and clock <= producer.min_clock:
+                self._queue_ack(env, producer, clock)  # ACK_ROLLBACK of nothing open
+                continue
+            # OUTSIDE_COMMIT or ACK_EMPTY: a sequence of just this envelope, finished.
+            producer.min_clock = producer.max_clock = clock
+            producer.acked = True
+            pending.discard(producer)
+            offsets[env.journal] = env.end
+            if acks or flags != _ACK:
+                out.append(env)
+        return out, len(envs)
 
     def _queue_outside(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
         if clock <= producer.min_clock:

@@ -70,6 +70,23 @@ class LineSplitter(Splitter):
         self._scanned = len(buf) - begin
         return cuts, begin
 
+    def feed_block(self, data: bytes) -> tuple[int, bytes]:
+        """The complete lines ending in `data` as one block, and its stream position.
+
+        For a reader that decodes many lines at once: no bytes object per line.
+        """
+        buf = self._buf
+        buf += data
+        end = buf.rfind(b"\n", self._scanned) + 1
+        if end == 0:
+            self._scanned = len(buf)
+            return self.position, b""
+        at, block = self.position, bytes(buf[:end])
+        del buf[:end]
+        self._consumed += end
+        self._scanned = len(buf)
+        return at, block
+
 
 class CSVSplitter(Splitter):
     """Records end with a newline outside double quotes (RFC 4180 fields may hold newlines)."""

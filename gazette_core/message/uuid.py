@@ -85,3 +85,48 @@ def get_parts(u: uuid.UUID) -> tuple[int, int, bytes]:
     """(clock, flags, producer ID) of `u`, converting it to bytes once."""
     b = u.bytes
     return _clock_of(b), int.from_bytes(b[8:10], "big") & 0x3FF, b[10:16]
+
+
+ZERO_PARTS: tuple[int, int, bytes] = (0, 0, bytes(6))
+
+
+def parse_text(text: str) -> tuple[int, int, bytes]:
+    """(clock, flags, producer ID) of a UUID's text ("" is the zero UUID), without a UUID.
+
+    The canonical spelling (8-4-4-4-12 hex digits, either case) is read
+    directly; any other goes through `uuid.UUID`, so exactly the same texts
+    are accepted, and refused with the same ValueError.
+    """
+    if len(text) == 36 and text[8] == text[13] == text[18] == text[23] == "-":
+        try:
+            # fromhex skips the spaces between digit pairs; any other odd character fails
+            # it, and a stray space or dash elsewhere leaves fewer than 16 bytes.
+            raw = bytes.fromhex(text.replace("-", " "))
+        except ValueError:
+            raw = b""
+        if len(raw) == 16:
+            return _parts_of(raw)
+    if not text:
+        return ZERO_PARTS
+    return _parts_of(uuid.UUID(text).bytes)
+
+
+def _parts_of(b: bytes) -> tuple[int, int, bytes]:
+    head = int.from_bytes(b[0:8], "big")  # time_low, time_mid, version and time_hi
+    seq = b[8] << 8 | b[9]
+    stamp = (head & 0x0FFF) << 48 | (head >> 16 & 0xFFFF) << 32 | head >> 32
+    return stamp << 4 | (seq >> 10 & 0xF), seq & 0x3FF, b[10:16]
+
+
+def format_text(producer: bytes, clock: int, flags: int) -> str:
+    """The canonical text of build_uuid(producer, clock, flags), without a UUID object."""
+    if len(producer) != 6:
+        raise ValueError(f"producer ID must be 6 bytes, got {len(producer)}")
+    if not 0 <= flags <= 0x3FF:
+        raise ValueError(f"flags must fit in 10 bits, got {flags:#x}")
+    stamp = clock >> 4
+    head = ((stamp & 0xFFFFFFFF) << 32 | (stamp >> 32 & 0xFFFF) << 16
+            | (stamp >> 48 & 0x0FFF) | 0x1000)
+    seq = 0x8000 | (clock & 0xF) << 10 | flags
+    h = f"{head:016x}{seq:04x}{producer.hex()}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -15,51 +15,18 @@ import asyncio
 import itertools
 import random
 from collections.abc import AsyncIterator, Iterable
-from uuid import UUID
 
 import numpy as np
 import pytest
 
 from gazette_core.message.committed import sequence_committed
-from gazette_core.message.interfaces import ZERO_UUID, Envelope, JSONRecord
+from gazette_core.message.interfaces import Envelope, JSONRecord
 from gazette_core.message.uuid import Flags, build_uuid, get_parts
 from spark_jobs.bulk_sequence import BulkSequencer, ProducerState, Replay, forget_idle
 from spark_jobs.uuid_columns import UUIDColumns
+from tests.message.random_journals import Event, journal
 
 J = "a/journal"
-Event = tuple[int, UUID]  # (offset, uuid); every record is 10 bytes long
-
-
-def journal(rng: random.Random, size: int) -> list[Event]:
-    """Random producer behaviour, recorded as the UUIDs a reader would see in order."""
-    producers = [bytes([0x01, i, 0, 0, 0, i]) for i in range(3)]
-    clocks = dict.fromkeys(producers, 1 << 40)
-    acked = dict.fromkeys(producers, 0)
-    seen: list[UUID] = []
-    out: list[UUID] = []
-    while len(out) < size:
-        p = rng.choice(producers)
-        roll = rng.random()
-        if roll < 0.1 and seen:
-            out.append(rng.choice(seen[-8:]))  # A retried append repeats an earlier message.
-            continue
-        if roll < 0.15:
-            out.append(ZERO_UUID)
-            continue
-        clocks[p] += rng.choice((1, 16, 160))
-        if roll < 0.5:
-            u = build_uuid(p, clocks[p], Flags.OUTSIDE_TXN)
-            acked[p] = clocks[p]
-        elif roll < 0.8:
-            u = build_uuid(p, clocks[p], Flags.CONTINUE_TXN)
-        elif roll < 0.9:
-            u = build_uuid(p, clocks[p], Flags.ACK_TXN)
-            acked[p] = clocks[p]
-        else:  # A rollback: the last ACK again, or below it.
-            u = build_uuid(p, acked[p] - rng.choice((0, 0, 16)), Flags.ACK_TXN)
-        seen.append(u)
-        out.append(u)
-    return [(10 * i, u) for i, u in enumerate(out)]
 
 
 def envelope(event: Event) -> Envelope:
