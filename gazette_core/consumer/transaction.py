@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -46,7 +47,7 @@ from gazette_core.consumer.txn_commit import (
 )
 from gazette_core.consumer.txn_hints import HintsTimer
 from gazette_core.consumer.txn_reader import ReadChannel, start_offsets, wake
-from gazette_core.errors import GazetteError, with_type
+from gazette_core.consumer.txn_sequence import TxnError, source_before, unsequenced
 from gazette_core.message.interfaces import Envelope
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
@@ -68,10 +69,6 @@ _COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
 # Duplicates and rollbacks: read, but nothing to consume or commit.
 _SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED,
                     QueueOutcome.ACK_ROLLBACK})
-
-
-class TxnError(GazetteError):
-    """The application broke a rule of the transaction protocol."""
 
 
 @dataclass
@@ -116,13 +113,19 @@ class TxnLoop:
         # A fresh producer per primary incarnation: a zombie's clock cannot collide.
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
         spec = shard.spec
-        self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
+        self._ring_size = spec.ring_buffer_size or DEFAULT_RING_SIZE
+        self.sequencer = Sequencer(checkpoint, ring_size=self._ring_size)
         self.new_message = message_factory(app)
         self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
         self._chunk: list[Envelope] = []  # the read chunk being sequenced, from _at on
         self._at = 0
         self._next: Envelope | None = None  # the dequeued envelope to consume next
+        # Envelopes the sequencer committed in bulk, to consume from _ready_at on.
+        self._ready: list[Envelope] = []
+        self._ready_at = 0
+        self._deferred: Envelope | None = None  # of _ready, deferred: the commit rewinds
+        self._base = checkpoint  # the last commit's checkpoint
         self._prev: Settled | None = None
         self._woken: asyncio.Future[None] | None = None  # resolved to end a wait early
         self.transactions = 0
@@ -178,7 +181,7 @@ class TxnLoop:
                     break
                 await self._wait_prev()  # Stalled: held back only by the previous commit.
                 continue
-            if self._at < len(self._chunk):
+            if self._ready_at < len(self._ready) or self._at < len(self._chunk):
                 await self._sequence(txn)
                 continue
             queue = self.channel.queue
@@ -247,32 +250,85 @@ class TxnLoop:
         self._chunk, self._at = item, 0
 
     async def _sequence(self, txn: _Txn) -> None:
-        """Queue the rest of the current chunk, consuming what each envelope commits; stops
-        early when a message is deferred to the next transaction."""
+        """Queue the rest of the current chunk, consuming what it commits; stops early when
+        a message is deferred to the next transaction.
+
+        The sequencer settles runs of envelopes in bulk (queue_batch); the envelope that
+        closes an open transaction is queued and stepped through one by one.
+        """
         seq, chunk = self.sequencer, self._chunk
-        while self._at < len(chunk):
-            env = chunk[self._at]
-            self._at += 1
-            try:
-                outcome = seq.queue_uncommitted(env)
-            except Exception as err:  # e.g. a message type whose get_uuid() cannot parse it
-                raise TxnError(f"sequencing the message at {env.journal}:{env.begin}: "
-                               f"{with_type(err)}") from err
-            if outcome is QueueOutcome.OUTSIDE_COMMIT or outcome in _COMMITS:
-                if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-                    journal, begin, end = seq.replay_range()
-                    seq.start_replay(read_uncommitted(self.client, journal, begin,
-                                                      self.new_message, end=end))
-                self._next = seq.dequeued if await seq.step() else None
-                await self._consume(txn)
+        while True:
+            if self._ready_at < len(self._ready):
+                await self._consume_ready(txn)
                 if txn.deferred:
                     return
-            elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
-                # Nothing to commit for a duplicate or rollback: progress moves on directly,
-                # so a Stat waiting for this offset does not hang.
-                through = seq.read_through().get(env.journal)
-                if through is not None:
-                    self.shard.set_progress({env.journal: through}, {})
+            if self._at >= len(chunk):
+                return
+            begin = self._at
+            try:
+                committed, self._at = seq.queue_batch(chunk, begin)
+            except Exception as err:  # e.g. a message type whose get_uuid() cannot parse it
+                raise unsequenced(chunk, begin, err) from err
+            if committed:
+                self._ready, self._ready_at = committed, 0
+            elif txn.began is None and self._prev_resolved():
+                # Nothing to commit (duplicates, rollbacks, pending messages): progress moves
+                # on directly, so a Stat waiting for these offsets does not hang.
+                self._progress(chunk[begin].journal)
+            if self._at < len(chunk) and not committed:
+                await self._queue_one(txn, chunk[self._at])
+                self._at += 1
+                if txn.deferred:
+                    return
+
+    def _progress(self, journal: str) -> None:
+        through = self.sequencer.read_through().get(journal)
+        if through is not None:
+            self.shard.set_progress({journal: through}, {})
+
+    async def _queue_one(self, txn: _Txn, env: Envelope) -> None:
+        """Queue the envelope closing an open transaction; consume what it commits."""
+        seq = self.sequencer
+        try:
+            outcome = seq.queue_uncommitted(env)
+        except Exception as err:
+            raise unsequenced([env], 0, err) from err
+        if outcome in _COMMITS:
+            if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+                journal, begin, end = seq.replay_range()
+                seq.start_replay(read_uncommitted(self.client, journal, begin,
+                                                  self.new_message, end=end))
+            self._next = seq.dequeued if await seq.step() else None
+            await self._consume(txn)
+        elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
+            self._progress(env.journal)
+
+    async def _consume_ready(self, txn: _Txn) -> None:
+        """Consume the envelopes the sequencer committed in bulk; a deferral ends the
+        transaction (the rest waits for the next)."""
+        ready, consume = self._ready, self.app.consume_message
+        shard, store, publisher = self.shard, self.store, self.publisher
+        if txn.began is None:
+            await self._begin(txn)
+        at, size = self._ready_at, 0
+        try:
+            for envelope in itertools.islice(ready, at, None):
+                result = consume(shard, store, envelope, publisher)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+                at += 1
+                size += envelope.end - envelope.begin
+        except BaseException as err:
+            txn.consumed += at - self._ready_at
+            self._ready_at = at
+            self._consume_failed(txn, err, ready[at])
+            # The sequencer went past the deferred envelope: the commit rewinds its journal.
+            self._deferred = ready[at]
+            return
+        finally:
+            txn.bytes += size
+        txn.consumed += at - self._ready_at
+        self._ready, self._ready_at = [], 0
 
     async def _consume(self, txn: _Txn) -> None:
         """Consume every dequeued message; a deferral ends the transaction."""
@@ -286,19 +342,25 @@ class TxnLoop:
                 if result is not None and inspect.isawaitable(result):
                     await result
             except BaseException as err:
-                failure = app_failure(consume, err, f"{envelope.journal}:{envelope.begin}")
-                if failure is not None:
-                    raise failure from err
-                if not isinstance(err, DeferToNextTransaction):
-                    raise
-                if txn.consumed == 0:
-                    raise TxnError("consume_message deferred the first message of a "
-                                   "transaction to the next one") from err
-                txn.deferred = True
+                self._consume_failed(txn, err, envelope)
                 return
             txn.consumed += 1
             txn.bytes += envelope.end - envelope.begin
             self._next = seq.dequeued if await seq.step() else None
+
+    def _consume_failed(self, txn: _Txn, err: BaseException, envelope: Envelope) -> None:
+        """Raise what consume_message's `err` fails the shard with; a deferral returns, the
+        transaction marked deferred."""
+        failure = app_failure(self.app.consume_message, err,
+                              f"{envelope.journal}:{envelope.begin}")
+        if failure is not None:
+            raise failure from err
+        if not isinstance(err, DeferToNextTransaction):
+            raise err
+        if txn.consumed == 0:
+            raise TxnError("consume_message deferred the first message of a "
+                           "transaction to the next one") from err
+        txn.deferred = True
 
     async def _begin(self, txn: _Txn) -> None:
         await call_optional(self.app, "begin_txn", self.shard, self.store)
@@ -309,10 +371,28 @@ class TxnLoop:
         # Messages published by this transaction are stamped from the current time.
         self.publisher.clock.update(time.time_ns())
 
+    async def _checkpoint(self) -> cpb.Checkpoint:
+        """The sequencer's checkpoint, rewound to just before a deferred envelope that the
+        sequencer had settled in bulk (txn_sequence)."""
+        checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            journal = deferred.journal
+            start = start_offsets(self.shard.spec, self._base)[journal]
+            source = await source_before(self.client, self.new_message, self._base, start,
+                                         deferred, ring_size=self._ring_size,
+                                         horizon_s=CHECKPOINT_HORIZON_S)
+            if source is None:
+                del checkpoint.sources[journal]
+            else:
+                checkpoint.sources[journal].CopyFrom(source)
+        self._base = checkpoint
+        return checkpoint
+
     async def _commit(self, txn: _Txn) -> None:
         try:
             await call(self.app.finalize_txn, self.shard, self.store, self.publisher)
-            checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
+            checkpoint = await self._checkpoint()
             intents = dict(self.publisher.build_ack_intents())
             for journal, ack in intents.items():
                 checkpoint.ack_intents[journal] = ack
