@@ -41,8 +41,9 @@ from gazette_core.consumer.store.sqlite import SQLiteStore
 from gazette_core.local import stack as local_stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import JSON_LINES, framing_for
-from gazette_core.message.interfaces import Envelope, JSONMessage, Message
-from gazette_core.message.uuid import Flags, get_flags
+from gazette_core.message.interfaces import Envelope, JSONMessage, Message, message_parts
+from gazette_core.message.structs import StructMessage
+from gazette_core.message.uuid import Flags
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from gazette_core.testing.consumer_stack import StackConsumers
 from gazette_core.testing.etcd import free_port
@@ -59,6 +60,13 @@ T = TypeVar("T")
 @dataclass
 class Tick(JSONMessage):
     uuid: str = ""
+    key: str = ""
+    sent_ns: int = 0
+
+
+class StructTick(StructMessage):
+    """Tick as a struct message: what the ceiling and the shards read."""
+
     key: str = ""
     sent_ns: int = 0
 
@@ -85,12 +93,12 @@ class CountApp:
         return await SQLiteStore.open(recorder.directory, recorder, bootstrap_sql=SCHEMA)
 
     def new_message(self, spec: pb.JournalSpec) -> Message:
-        return Tick()
+        return StructTick()
 
     def consume_message(self, shard: Any, store: Store, env: Envelope, publisher: Any) -> None:
         msg = env.message
-        assert isinstance(msg, Tick)
-        if get_flags(msg.get_uuid()) == Flags.ACK_TXN:
+        assert isinstance(msg, StructTick)
+        if message_parts(msg)[1] == Flags.ACK_TXN:
             return
         self.cache[msg.key] += 1
         if msg.sent_ns:
@@ -119,7 +127,7 @@ async def _fill(h: ConsumerHarness, count: int) -> int:
 
 async def _ceiling(h: ConsumerHarness, head: int) -> float:
     start, n = time.perf_counter(), 0
-    async for env in read_committed(h.journals, SOURCE, lambda _: Tick(), block=False):
+    async for env in read_committed(h.journals, SOURCE, lambda _: StructTick(), block=False):
         n += 1
         if env.end >= head:
             break
