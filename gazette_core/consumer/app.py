@@ -133,13 +133,26 @@ def app_failure(fn: Callable[..., Any], err: BaseException, where: str = "",
 
 
 async def guarded(method: str, awaitable: Awaitable[T]) -> T:
-    """Await what an app method returned (a store's commit, say) as `call` does."""
+    """Await what an app method returned (a store's commit, say) as `call` does.
+
+    A GeneratorExit is the app's only while the task that runs this await
+    raises it: one arriving elsewhere is this coroutine being closed (its
+    abandoned task collected), which must go through for the close to succeed.
+    """
+    runner = asyncio.current_task()
     try:
         return await awaitable
     except BaseException as err:
-        if ours(err):
+        if ours(err) or (isinstance(err, GeneratorExit) and _running_task() is not runner):
             raise
         raise AppError(method, err) from err
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here: a finalizer
+        return None
 
 
 async def call_optional(app: object, name: str, *args: Any) -> Any:
