@@ -2,8 +2,8 @@
 
 - `consume_{sqlite,json}_msgs_per_s`: small JSON messages (already in an R=1 journal)
   through one shard counting them per key into its recorded store, wait-for-ack on;
-  against `consume_ceiling_msgs_per_s`, reading and decoding the same messages with
-  `read_committed()` and no consumer (`consume_{sqlite,json}_ratio`).
+  against `consume_ceiling_msgs_per_s`, reading and decoding the same messages (as a
+  StructMessage) with `read_committed()` and no consumer (`consume_{sqlite,json}_ratio`).
 - `e2e_p50_ms` / `e2e_p99_ms`: from `publish_committed` to `consume_message`, one
   message at a time; against the run's bare append round trip (`e2e_p50_vs_floor`,
   `e2e_p99_vs_floor_p99`: measured here when the module runs alone).

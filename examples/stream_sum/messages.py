@@ -7,16 +7,13 @@ each, ended by a chunk with no data. Its Sum is the CRC-64/ECMA of all its data.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 
-from gazette_core.message.interfaces import JSONMessage
+from gazette_core.message.structs import StructMessage
 
 
-@dataclass
-class Chunk(JSONMessage):
+class Chunk(StructMessage):
     """One piece of stream `id`; `data` is base64 (as Go's JSON encodes []byte)."""
 
-    uuid: str = ""
     id: str = ""
     seq_no: int = 0
     data: str = ""
@@ -29,11 +26,9 @@ class Chunk(JSONMessage):
         return base64.b64decode(self.data)
 
 
-@dataclass
-class Sum(JSONMessage):
+class Sum(StructMessage):
     """The final sum of stream `id` over its `seq_no` chunks (the empty last one included)."""
 
-    uuid: str = ""
     id: str = ""
     seq_no: int = 0
     value: int = 0

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gazette_core.message.interfaces import JSONMessage
+from gazette_core.message.structs import StructMessage
 
 
-@dataclass
-class NGramCount(JSONMessage):
-    uuid: str = ""
+class NGramCount(StructMessage):
     n_gram: str = ""
     count: int = 0

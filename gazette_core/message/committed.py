@@ -31,10 +31,10 @@ Replay = Callable[[str, int, int], AsyncIterator[Envelope]]
 Source = AsyncIterator[Envelope] | AsyncIterator[list[Envelope]]
 
 
-async def read_committed(
+def read_committed(
     client: JournalClient, journal: str, new_message: NewMessage, *, offset: int = 0,
     block: bool = True, ring_size: int = 8192,
-) -> AsyncIterator[Envelope]:
+) -> AsyncGenerator[Envelope, None]:
     """Committed envelopes of `journal` from `offset`, each once, ACKs left out.
 
     `new_message(spec)` makes an empty message for each record. With `block`
@@ -48,21 +48,20 @@ async def read_committed(
         return read_uncommitted(client, name, begin, new_message, end=end)
 
     source = read_uncommitted_batches(client, journal, offset, new_message, block=block)
-    async for env in sequence_committed(source, replay, ring_size=ring_size):
-        yield env
+    return sequence_committed(source, replay, ring_size=ring_size)
 
 
-async def sequence_committed(
+def sequence_committed(
     envelopes: Source, replay: Replay, *, ring_size: int = 8192,
-) -> AsyncIterator[Envelope]:
+) -> AsyncGenerator[Envelope, None]:
     """The committed envelopes of a read of uncommitted ones (one by one or in lists, as
     read_uncommitted_batches gives them), ACKs left out.
 
     `replay(journal, begin, end)` reads a span again for commits whose
     pending messages left the sequencer's ring.
     """
-    async for env in CommittedSequence(envelopes, replay, ring_size=ring_size):
-        yield env
+    # The sequence's own generator, not one around it: a yield per message is a cost.
+    return CommittedSequence(envelopes, replay, ring_size=ring_size).messages()
 
 
 class CommittedSequence:

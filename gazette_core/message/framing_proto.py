@@ -18,11 +18,12 @@ log = logging.getLogger(__name__)
 MAGIC = b"\x66\x33\x93\x36"
 HEADER_LEN = 8
 _LENGTH = struct.Struct("<I")
+_HEADER = struct.Struct("<4sI")
 
 
 def frame(body: bytes) -> bytes:
     """`body` behind its header: the magic word and its little-endian uint32 length."""
-    return MAGIC + _LENGTH.pack(len(body)) + body
+    return _HEADER.pack(MAGIC, len(body)) + body
 
 
 def announced_length(header: bytes | bytearray, at: int = 0) -> int:
@@ -73,12 +74,13 @@ class ProtoFixedFraming:
         return frame(msg.SerializeToString())  # type: ignore[attr-defined]
 
     def unmarshal(self, record: bytes, msg: Message) -> Message:
-        if record[:4] != MAGIC or len(record) < HEADER_LEN:
+        if len(record) < HEADER_LEN or not record.startswith(MAGIC):
             raise ValueError(f"not a protobuf-fixed frame: {record[:16]!r}")
         length = announced_length(record)
         if len(record) != HEADER_LEN + length:
             raise ValueError(f"protobuf-fixed frame of {len(record)} bytes announces {length}")
-        msg.ParseFromString(record[HEADER_LEN:])  # type: ignore[attr-defined]
+        # A view of the body rather than a copy of it.
+        msg.ParseFromString(memoryview(record)[HEADER_LEN:])  # type: ignore[attr-defined]
         return msg
 
     def splitter(self) -> Splitter:

@@ -38,12 +38,14 @@ class Message(Protocol):
     def new_acknowledgement(self, journal: str) -> Message: ...
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     """A message and where it was read: [begin, end) are exact journal offsets.
 
     A struct rather than a dataclass because readers make one per message:
     msgspec builds it in C, several times faster (fields, equality and
-    mutability are a dataclass's).
+    mutability are a dataclass's). It is not tracked by the garbage collector,
+    whose passes over hundreds of thousands of live envelopes cost more than
+    decoding them: a message must not refer back to its envelope.
     """
 
     journal: str
@@ -189,6 +191,8 @@ def _text_uuid(kind: type) -> Callable[[Any], Any] | None:
             return _uuid_field
     if issubclass(kind, CSVRecord) and kind.get_uuid is CSVRecord.get_uuid:
         return _column_0
+    if issubclass(kind, ProtoMessage) and kind.get_uuid is ProtoMessage.get_uuid:
+        return _proto_field  # A bytes field is not text: it goes through get_uuid().
     return None
 
 
@@ -200,7 +204,20 @@ def _column_0(msg: Any) -> Any:
     return msg[0] if msg else ""
 
 
+def _proto_field(msg: Any) -> Any:
+    return getattr(msg.pb, msg.uuid_field)
+
+
 _TEXT_OF: dict[type, Callable[[Any], Any] | None] = {}
+
+
+def text_uuid_type(kind: type) -> bool:
+    """Whether messages of `kind` keep their UUID as text in a `uuid` field."""
+    try:
+        text_of = _TEXT_OF[kind]
+    except KeyError:
+        text_of = _TEXT_OF[kind] = _text_uuid(kind)
+    return text_of is _uuid_field
 
 
 def message_parts(msg: Message) -> tuple[int, int, bytes]:

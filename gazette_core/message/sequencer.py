@@ -26,11 +26,13 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
+from operator import attrgetter
 
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.message.interfaces import Envelope, message_parts
 from gazette_core.message.sequence import Dequeue, Producer, Ring
 from gazette_core.message.uuid import Flags
+from gazette_core.message.uuid_batch import UUIDArrays, batch_arrays, rising_runs, row_parts
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ COMMIT_OUTCOMES = frozenset({
 
 
 _CONTINUE, _ACK = int(Flags.CONTINUE_TXN), int(Flags.ACK_TXN)
+_BULK_MIN = 16  # Fewer envelopes are queued one by one: arrays cost more than they save.
+_MESSAGE = attrgetter("message")
 
 
 class Sequencer:
@@ -67,6 +71,7 @@ class Sequencer:
         self._offsets: dict[str, int] = {}
         self._pending: set[Producer] = set()  # Started or extended since the last checkpoint.
         self._dequeue: Dequeue | None = None
+        self._stopped_at = 0  # Envelopes the last queue_batch() left to the caller.
         self.dequeued: Envelope | None = None
         if checkpoint is not None:
             self._seed(checkpoint)
@@ -117,11 +122,48 @@ class Sequencer:
         if self._dequeue is not None:
             raise RuntimeError("queue_batch() while a committed sequence is "
                                "being dequeued: step() through it first")
+        rest = envs[start:]
+        arrays = batch_arrays(rest) if len(rest) >= _BULK_MIN else None
+        if arrays is not None:
+            if self._settle_outside(rest, arrays):
+                return list(rest), len(envs)
+            parts: Iterable[tuple[int, int, bytes]] = row_parts(arrays)
+        else:
+            parts = map(message_parts, map(_MESSAGE, rest))
+        return self._queue_each(rest, parts, acks), start + len(rest) - self._stopped_at
+
+    def _settle_outside(self, envs: Sequence[Envelope], arrays: UUIDArrays) -> bool:
+        """Commit `envs` at once if all are outside transactions, each producer's clocks
+        rising past its last ACK with no transaction open (the common case)."""
+        if arrays.flags.any() or not arrays.clock.all():
+            return False
+        runs = rising_runs(arrays)
+        if runs is None:
+            return False
+        journal, producers = envs[0].journal, self._producers
+        keys = [((journal, arrays.producer_id(row)), first, last) for row, first, last in runs]
+        for key, first, _ in keys:
+            known = producers.get(key)
+            if known is not None and (first <= known.min_clock or known.begin != -1):
+                return False
+        for key, _, last in keys:
+            producer = producers.get(key)
+            if producer is None:
+                producers[key] = Producer(journal, key[1], last, last, acked=True)
+            else:
+                producer.min_clock = producer.max_clock = last
+                producer.acked = True
+                self._pending.discard(producer)
+        self._offsets[journal] = envs[-1].end
+        return True
+
+    def _queue_each(self, envs: Sequence[Envelope], parts: Iterable[tuple[int, int, bytes]],
+                    acks: bool) -> list[Envelope]:
+        """queue_batch message by message; `_stopped_at` counts the envelopes not queued."""
         out: list[Envelope] = []
         producers, offsets, pending = self._producers, self._offsets, self._pending
-        for index in range(start, len(envs)):
-            env = envs[index]
-            clock, flags, pid = message_parts(env.message)
+        self._stopped_at = 0
+        for index, (env, (clock, flags, pid)) in enumerate(zip(envs, parts, strict=False)):
             if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
                 offsets[env.journal] = env.end
                 out.append(env)
@@ -137,7 +179,8 @@ class Sequencer:
                 offsets[env.journal] = env.end
                 continue
             if producer.begin != -1:  # Closes an open transaction: the caller's to step.
-                return out, index
+                self._stopped_at = len(envs) - index
+                return out
             if flags == _ACK and clock <= producer.min_clock:
                 self._queue_ack(env, producer, clock)  # ACK_ROLLBACK of nothing open
                 continue
@@ -148,7 +191,7 @@ class Sequencer:
             offsets[env.journal] = env.end
             if acks or flags != _ACK:
                 out.append(env)
-        return out, len(envs)
+        return out
 
     def _queue_outside(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
         if clock <= producer.min_clock:

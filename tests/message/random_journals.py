@@ -12,10 +12,15 @@ from gazette_core.message.uuid import Flags, build_uuid
 Event = tuple[int, UUID]  # (offset, uuid); every record is 10 bytes long
 
 
-def journal(rng: random.Random, size: int) -> list[Event]:
+def journal(rng: random.Random, size: int, outside: float = 0.35, repeats: float = 0.1,
+            bare: float = 0.05) -> list[Event]:
     """Random producer behaviour, recorded as the UUIDs a reader would see in order:
-    messages outside transactions, transactions committed or rolled back by their ACK,
-    duplicates of earlier messages (a retried append) and messages without a UUID."""
+    messages outside transactions (a share `outside` of them), transactions committed
+    or rolled back by their ACK (the rest but `repeats` duplicates of earlier messages,
+    as a retried append makes, and `bare` messages without a UUID)."""
+    bare += repeats
+    outside += bare
+    rest = (1 - outside) / 5
     producers = [bytes([0x01, i, 0, 0, 0, i]) for i in range(3)]
     clocks = dict.fromkeys(producers, 1 << 40)
     acked = dict.fromkeys(producers, 0)
@@ -24,19 +29,19 @@ def journal(rng: random.Random, size: int) -> list[Event]:
     while len(out) < size:
         p = rng.choice(producers)
         roll = rng.random()
-        if roll < 0.1 and seen:
+        if roll < repeats and seen:
             out.append(rng.choice(seen[-8:]))  # A retried append repeats an earlier message.
             continue
-        if roll < 0.15:
+        if roll < bare:
             out.append(ZERO_UUID)
             continue
         clocks[p] += rng.choice((1, 16, 160))
-        if roll < 0.5:
+        if roll < outside:
             u = build_uuid(p, clocks[p], Flags.OUTSIDE_TXN)
             acked[p] = clocks[p]
-        elif roll < 0.8:
+        elif roll < outside + 3 * rest:
             u = build_uuid(p, clocks[p], Flags.CONTINUE_TXN)
-        elif roll < 0.9:
+        elif roll < outside + 4 * rest:
             u = build_uuid(p, clocks[p], Flags.ACK_TXN)
             acked[p] = clocks[p]
         else:  # A rollback: the last ACK again, or below it.

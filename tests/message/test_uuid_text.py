@@ -1,5 +1,5 @@
 """parse_text and format_text agree with uuid.UUID, get_parts and build_uuid: the same parts,
-the same texts accepted and the same refused."""
+the same texts accepted and the same refused; message_parts agrees with get_uuid()."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ import uuid
 
 import pytest
 
+from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.message.interfaces import (
+    CSVRecord,
+    JSONRecord,
+    Message,
+    ProtoMessage,
+    message_parts,
+)
+from gazette_core.message.structs import StructMessage
 from gazette_core.message.uuid import (
     ZERO_PARTS,
     build_uuid,
@@ -16,6 +25,11 @@ from gazette_core.message.uuid import (
     new_producer_id,
     parse_text,
 )
+from tests.message.support import Note
+
+
+class Tick(StructMessage):
+    n: int = 0
 
 
 def reference(text: str) -> tuple[int, int, bytes]:
@@ -66,3 +80,26 @@ def test_format_refuses_what_build_uuid_refuses() -> None:
         with pytest.raises(ValueError) as got:
             format_text(producer, 1, flags)
         assert str(got.value) == str(expected.value)
+
+
+class Custom(Note):
+    """A type whose own get_uuid() says its UUID: message_parts must ask it."""
+
+    def get_uuid(self) -> uuid.UUID:
+        return build_uuid(bytes(6), 160, 2)
+
+
+def test_message_parts_are_those_of_get_uuid_for_every_built_in_type() -> None:
+    u = build_uuid(new_producer_id(), 12345 << 4, 1)
+    record = JSONRecord()
+    record.set_uuid(u)
+    messages: list[Message] = [
+        Tick(uuid=str(u).upper()), Tick(), Note(uuid=str(u)), Note(), CSVRecord([str(u), "a"]),
+        CSVRecord(), CSVRecord([""]), ProtoMessage(pb.Label(name=str(u)), "name"),
+        ProtoMessage(pb.AppendRequest(content=u.bytes), "content"), record, JSONRecord(),
+        Custom(uuid=str(u))]
+    for msg in messages:
+        assert message_parts(msg) == get_parts(msg.get_uuid()), msg
+    for bad in (Note(uuid="nope"), CSVRecord(["nope"]), ProtoMessage(pb.Label(name="x"), "name")):
+        with pytest.raises(ValueError, match="badly formed"):
+            message_parts(bad)
