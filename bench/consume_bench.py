@@ -34,6 +34,7 @@ from bench import ceiling
 from examples.specs import example_journals, example_shards
 from gazette_core.broker.client.channel import close_channels
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.consumer.acks import is_acknowledgement
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.store.interface import Store
 from gazette_core.consumer.store.json_file import JSONFileStore
@@ -41,9 +42,8 @@ from gazette_core.consumer.store.sqlite import SQLiteStore
 from gazette_core.local import stack as local_stack
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import JSON_LINES, framing_for
-from gazette_core.message.interfaces import Envelope, JSONMessage, Message, message_parts
+from gazette_core.message.interfaces import Envelope, JSONMessage, Message
 from gazette_core.message.structs import StructMessage
-from gazette_core.message.uuid import Flags
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from gazette_core.testing.consumer_stack import StackConsumers
 from gazette_core.testing.etcd import free_port
@@ -98,7 +98,7 @@ class CountApp:
     def consume_message(self, shard: Any, store: Store, env: Envelope, publisher: Any) -> None:
         msg = env.message
         assert isinstance(msg, StructTick)
-        if message_parts(msg)[1] == Flags.ACK_TXN:
+        if is_acknowledgement(env):
             return
         self.cache[msg.key] += 1
         if msg.sent_ns:
