@@ -215,7 +215,7 @@ class TxnLoop:
 
     async def _wait(self, txn: _Txn, now: float) -> None:
         """Until a chunk arrives (then taken), the next deadline passes, the previous commit
-        resolves or stop() is called; the last three resolve one future by callbacks."""
+        resolves or stop() is called: each resolves one future by a callback."""
         loop = asyncio.get_running_loop()
         getter = asyncio.ensure_future(self.channel.queue.get())
         woken = self._woken = loop.create_future()
@@ -224,20 +224,21 @@ class TxnLoop:
             timer = loop.call_at(txn.min_at if now < txn.min_at else txn.max_at, wake, woken)
         prev = self._prev.future() if self._prev is not None and not self._prev.done() else None
 
-        def on_prev(_: Any) -> None:
+        def on_done(_: Any) -> None:
             wake(woken)
 
+        getter.add_done_callback(on_done)
         if prev is not None:
-            prev.add_done_callback(on_prev)
+            prev.add_done_callback(on_done)
         try:
-            await asyncio.wait((getter, woken), return_when=asyncio.FIRST_COMPLETED)
+            await woken
         finally:
             self._woken = None
             woken.cancel()
             if timer is not None:
                 timer.cancel()
             if prev is not None:
-                prev.remove_done_callback(on_prev)
+                prev.remove_done_callback(on_done)
             if not getter.done():
                 await cancel_and_wait(getter)
         if not getter.cancelled():  # done, maybe as it was cancelled
