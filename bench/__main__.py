@@ -104,7 +104,8 @@ def main() -> None:
                                                  result["append_1k_floor_p50_ms"])))
             local_stack.down(three.directory)
             # Consumers on stacks of their own (consume_bench says which).
-            result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"]))
+            result.update(consume_bench.run(Path(tmp), result["append_1k_floor_p50_ms"],
+                                            result["append_1k_floor_p99_ms"]))
             result.update(decode_bench.run(consume_bench.MESSAGES,
                                            result["consume_ceiling_msgs_per_s"]))
             # Journals read into DataFrames on Spark, on a stack of its own.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -115,22 +116,43 @@ async def call(fn: Callable[..., Any], *args: Any, where: str = "", name: str = 
         if inspect.isawaitable(result):
             return await result
         return result
-    except DeferToNextTransaction:
-        raise
     except BaseException as err:
-        if ours(err):
+        failure = app_failure(fn, err, where, name)
+        if failure is None:
             raise
-        raise AppError(name or _name(fn), err, where) from err
+        raise failure from err
+
+
+def app_failure(fn: Callable[..., Any], err: BaseException, where: str = "",
+                name: str = "") -> AppError | None:
+    """The AppError that `call` raises for `err` out of `fn`; None for what goes through as
+    it is (DeferToNextTransaction, a cancellation of the running task)."""
+    if isinstance(err, DeferToNextTransaction) or ours(err):
+        return None
+    return AppError(name or _name(fn), err, where)
 
 
 async def guarded(method: str, awaitable: Awaitable[T]) -> T:
-    """Await what an app method returned (a store's commit, say) as `call` does."""
+    """Await what an app method returned (a store's commit, say) as `call` does.
+
+    A GeneratorExit is the app's only while the task that runs this await
+    raises it: one arriving elsewhere is this coroutine being closed (its
+    abandoned task collected), which must go through for the close to succeed.
+    """
+    runner = asyncio.current_task()
     try:
         return await awaitable
     except BaseException as err:
-        if ours(err):
+        if ours(err) or (isinstance(err, GeneratorExit) and _running_task() is not runner):
             raise
         raise AppError(method, err) from err
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here: a finalizer
+        return None
 
 
 async def call_optional(app: object, name: str, *args: Any) -> Any:
@@ -147,10 +169,18 @@ def message_factory(app: Any) -> Callable[[pb.JournalSpec], Any]:
     The reader that calls it reports what it raises with the record's journal and offset.
     """
     new_message = app.new_message
+    plain: set[type] = set()  # types of results known not to be awaitable
 
     def make(spec: pb.JournalSpec) -> Any:
         result = new_message(spec)
-        return _run_now(result) if inspect.isawaitable(result) else result
+        kind = type(result)
+        if kind in plain:  # runs once per record: skip the slower awaitable check
+            return result
+        if inspect.isawaitable(result):
+            return _run_now(result)
+        if kind is not types.GeneratorType:  # whether a generator awaits is per object
+            plain.add(kind)
+        return result
 
     return make
 

@@ -21,6 +21,8 @@ that resolved, when the shard's progress is published (txn_commit).
 from __future__ import annotations
 
 import asyncio
+import inspect
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from gazette_core.consumer.app import (
     DeferToNextTransaction,
+    app_failure,
     call,
     call_optional,
     guarded,
@@ -43,8 +46,9 @@ from gazette_core.consumer.txn_commit import (
     start_acks,
 )
 from gazette_core.consumer.txn_hints import HintsTimer
-from gazette_core.consumer.txn_reader import ReadChannel, start_offsets
-from gazette_core.errors import GazetteError, with_type
+from gazette_core.consumer.txn_reader import ReadChannel, start_offsets, wake
+from gazette_core.consumer.txn_sequence import TxnError, source_before, unsequenced
+from gazette_core.message.interfaces import Envelope
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
 from gazette_core.message.sequencer import QueueOutcome, Sequencer
@@ -65,10 +69,6 @@ _COMMITS = frozenset({QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY,
 # Duplicates and rollbacks: read, but nothing to consume or commit.
 _SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED,
                     QueueOutcome.ACK_ROLLBACK})
-
-
-class TxnError(GazetteError):
-    """The application broke a rule of the transaction protocol."""
 
 
 @dataclass
@@ -113,17 +113,27 @@ class TxnLoop:
         # A fresh producer per primary incarnation: a zombie's clock cannot collide.
         self.publisher = Publisher(self.appender, clock=Clock(), producer_id=new_producer_id())
         spec = shard.spec
-        self.sequencer = Sequencer(checkpoint, ring_size=spec.ring_buffer_size or DEFAULT_RING_SIZE)
+        self._ring_size = spec.ring_buffer_size or DEFAULT_RING_SIZE
+        self.sequencer = Sequencer(checkpoint, ring_size=self._ring_size)
         self.new_message = message_factory(app)
         self.channel = ReadChannel(client, self.new_message, spec.read_channel_size)
         self._stopping = asyncio.Event()
-        self._next: Any = None  # the dequeued envelope to consume next
+        self._chunk: list[Envelope] = []  # the read chunk being sequenced, from _at on
+        self._at = 0
+        self._next: Envelope | None = None  # the dequeued envelope to consume next
+        # Envelopes the sequencer committed in bulk, to consume from _ready_at on.
+        self._ready: list[Envelope] = []
+        self._ready_at = 0
+        self._deferred: Envelope | None = None  # of _ready, deferred: the commit rewinds
+        self._base = checkpoint  # the last commit's checkpoint
         self._prev: Settled | None = None
+        self._woken: asyncio.Future[None] | None = None  # resolved to end a wait early
         self.transactions = 0
 
     def stop(self) -> None:
         """Finish the open transaction (commit what it consumed), then end the loop."""
         self._stopping.set()
+        wake(self._woken)
 
     async def run(self) -> None:
         self.appender.start()
@@ -149,11 +159,16 @@ class TxnLoop:
     # One transaction.
 
     async def _transaction(self) -> bool:
-        """Run one transaction to its commit; False if stopping before it consumed anything."""
+        """Run one transaction to its commit; False if stopping before it consumed anything.
+
+        The rules are looked at between read chunks: within one, every message is
+        taken in turn (the channel has something ready), as it would be one by one.
+        """
         txn = _Txn()
         loop = asyncio.get_running_loop()
         while True:
-            await self._consume(txn)
+            if not txn.deferred:
+                await self._consume(txn)
             if txn.deferred:
                 break
             now = loop.time()
@@ -166,12 +181,16 @@ class TxnLoop:
                     break
                 await self._wait_prev()  # Stalled: held back only by the previous commit.
                 continue
-            blocks = self._blocks(txn, now)
-            if not blocks and self.channel.queue.empty():
+            if self._ready_at < len(self._ready) or self._at < len(self._chunk):
+                await self._sequence(txn)
+                continue
+            queue = self.channel.queue
+            if not queue.empty():
+                self._take(queue.get_nowait())
+            elif not self._blocks(txn, now):
                 break
-            item = await self._next_item(txn, blocks, now)
-            if item is not None:
-                await self._queue(txn, item)
+            else:
+                await self._wait(txn, now)
         await self._commit(txn)
         self.transactions += 1
         return True
@@ -194,70 +213,155 @@ class TxnLoop:
         assert self._prev is not None
         await self._prev.wait()
 
-    async def _next_item(self, txn: _Txn, blocks: bool, now: float) -> Any:
-        """The next envelope, or None when a timer, the previous commit or stop() woke us."""
-        queue = self.channel.queue
-        if not queue.empty() or not blocks:
-            return queue.get_nowait()
-        deadline: float | None = None
+    async def _wait(self, txn: _Txn, now: float) -> None:
+        """Until a chunk arrives (then taken), the next deadline passes, the previous commit
+        resolves or stop() is called: each resolves one future by a callback."""
+        loop = asyncio.get_running_loop()
+        getter = asyncio.ensure_future(self.channel.queue.get())
+        woken = self._woken = loop.create_future()
+        timer = None
         if txn.began is not None:
-            deadline = txn.min_at if now < txn.min_at else txn.max_at
-        getter = asyncio.ensure_future(queue.get())
-        waits: set[asyncio.Future[Any]] = {getter, asyncio.ensure_future(self._stopping.wait())}
-        if self._prev is not None and not self._prev.done():
-            waits.add(asyncio.ensure_future(asyncio.shield(self._prev.future())))
-        try:
-            timeout = None if deadline is None else max(0.0, deadline - now)
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                if w is not getter:
-                    w.cancel()
-        if getter.done():
-            return getter.result()
-        await cancel_and_wait(getter)
-        return None if getter.cancelled() else getter.result()  # done as it was cancelled
+            timer = loop.call_at(txn.min_at if now < txn.min_at else txn.max_at, wake, woken)
+        prev = self._prev.future() if self._prev is not None and not self._prev.done() else None
 
-    async def _queue(self, txn: _Txn, item: Any) -> None:
-        if isinstance(item, BaseException):
+        def on_done(_: Any) -> None:
+            wake(woken)
+
+        getter.add_done_callback(on_done)
+        if prev is not None:
+            prev.add_done_callback(on_done)
+        try:
+            await woken
+        finally:
+            self._woken = None
+            woken.cancel()
+            if timer is not None:
+                timer.cancel()
+            if prev is not None:
+                prev.remove_done_callback(on_done)
+            if not getter.done():
+                await cancel_and_wait(getter)
+        if not getter.cancelled():  # done, maybe as it was cancelled
+            self._take(getter.result())
+
+    def _take(self, item: list[Envelope] | Exception) -> None:
+        self.channel.taken(item)
+        if isinstance(item, Exception):
             raise item
+        self._chunk, self._at = item, 0
+
+    async def _sequence(self, txn: _Txn) -> None:
+        """Queue the rest of the current chunk, consuming what it commits; stops early when
+        a message is deferred to the next transaction.
+
+        The sequencer settles runs of envelopes in bulk (queue_batch); the envelope that
+        closes an open transaction is queued and stepped through one by one.
+        """
+        seq, chunk = self.sequencer, self._chunk
+        while True:
+            if self._ready_at < len(self._ready):
+                await self._consume_ready(txn)
+                if txn.deferred:
+                    return
+            if self._at >= len(chunk):
+                return
+            begin = self._at
+            try:
+                committed, self._at = seq.queue_batch(chunk, begin)
+            except Exception as err:  # e.g. a message type whose get_uuid() cannot parse it
+                raise unsequenced(chunk, begin, err) from err
+            if committed:
+                self._ready, self._ready_at = committed, 0
+            elif txn.began is None and self._prev_resolved():
+                # Nothing to commit (duplicates, rollbacks, pending messages): progress moves
+                # on directly, so a Stat waiting for these offsets does not hang.
+                self._progress(chunk[begin].journal)
+            if self._at < len(chunk) and not committed:
+                await self._queue_one(txn, chunk[self._at])
+                self._at += 1
+                if txn.deferred:
+                    return
+
+    def _progress(self, journal: str) -> None:
+        through = self.sequencer.read_through().get(journal)
+        if through is not None:
+            self.shard.set_progress({journal: through}, {})
+
+    async def _queue_one(self, txn: _Txn, env: Envelope) -> None:
+        """Queue the envelope closing an open transaction; consume what it commits."""
         seq = self.sequencer
         try:
-            outcome = seq.queue_uncommitted(item)
-        except Exception as err:  # e.g. a message type whose get_uuid() cannot parse its UUID
-            raise TxnError(f"sequencing the message at {item.journal}:{item.begin}: "
-                           f"{with_type(err)}") from err
+            outcome = seq.queue_uncommitted(env)
+        except Exception as err:
+            raise unsequenced([env], 0, err) from err
         if outcome in _COMMITS:
             if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
                 journal, begin, end = seq.replay_range()
                 seq.start_replay(read_uncommitted(self.client, journal, begin,
                                                   self.new_message, end=end))
             self._next = seq.dequeued if await seq.step() else None
+            await self._consume(txn)
         elif outcome in _SKIPS and txn.began is None and self._prev_resolved():
-            # Nothing to commit for a duplicate or rollback: progress moves on directly,
-            # so a Stat waiting for this offset does not hang.
-            through = seq.read_through().get(item.journal)
-            if through is not None:
-                self.shard.set_progress({item.journal: through}, {})
+            self._progress(env.journal)
+
+    async def _consume_ready(self, txn: _Txn) -> None:
+        """Consume the envelopes the sequencer committed in bulk; a deferral ends the
+        transaction (the rest waits for the next)."""
+        ready, consume = self._ready, self.app.consume_message
+        shard, store, publisher = self.shard, self.store, self.publisher
+        if txn.began is None:
+            await self._begin(txn)
+        at, size = self._ready_at, 0
+        try:
+            for envelope in itertools.islice(ready, at, None):
+                result = consume(shard, store, envelope, publisher)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+                at += 1
+                size += envelope.end - envelope.begin
+        except BaseException as err:
+            txn.consumed += at - self._ready_at
+            self._ready_at = at
+            self._consume_failed(txn, err, ready[at])
+            # The sequencer went past the deferred envelope: the commit rewinds its journal.
+            self._deferred = ready[at]
+            return
+        finally:
+            txn.bytes += size
+        txn.consumed += at - self._ready_at
+        self._ready, self._ready_at = [], 0
 
     async def _consume(self, txn: _Txn) -> None:
         """Consume every dequeued message; a deferral ends the transaction."""
-        seq = self.sequencer
+        seq, consume = self.sequencer, self.app.consume_message
+        shard, store, publisher = self.shard, self.store, self.publisher
         while (envelope := self._next) is not None:
             if txn.began is None:
                 await self._begin(txn)
             try:
-                await call(self.app.consume_message, self.shard, self.store, envelope,
-                           self.publisher, where=f"{envelope.journal}:{envelope.begin}")
-            except DeferToNextTransaction as err:
-                if txn.consumed == 0:
-                    raise TxnError("consume_message deferred the first message of a "
-                                   "transaction to the next one") from err
-                txn.deferred = True
+                result = consume(shard, store, envelope, publisher)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except BaseException as err:
+                self._consume_failed(txn, err, envelope)
                 return
             txn.consumed += 1
             txn.bytes += envelope.end - envelope.begin
             self._next = seq.dequeued if await seq.step() else None
+
+    def _consume_failed(self, txn: _Txn, err: BaseException, envelope: Envelope) -> None:
+        """Raise what consume_message's `err` fails the shard with; a deferral returns, the
+        transaction marked deferred."""
+        failure = app_failure(self.app.consume_message, err,
+                              f"{envelope.journal}:{envelope.begin}")
+        if failure is not None:
+            raise failure from err
+        if not isinstance(err, DeferToNextTransaction):
+            raise err
+        if txn.consumed == 0:
+            raise TxnError("consume_message deferred the first message of a "
+                           "transaction to the next one") from err
+        txn.deferred = True
 
     async def _begin(self, txn: _Txn) -> None:
         await call_optional(self.app, "begin_txn", self.shard, self.store)
@@ -268,10 +372,28 @@ class TxnLoop:
         # Messages published by this transaction are stamped from the current time.
         self.publisher.clock.update(time.time_ns())
 
+    async def _checkpoint(self) -> cpb.Checkpoint:
+        """The sequencer's checkpoint, rewound to just before a deferred envelope that the
+        sequencer had settled in bulk (txn_sequence)."""
+        checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            journal = deferred.journal
+            start = start_offsets(self.shard.spec, self._base)[journal]
+            source = await source_before(self.client, self.new_message, self._base, start,
+                                         deferred, ring_size=self._ring_size,
+                                         horizon_s=CHECKPOINT_HORIZON_S)
+            if source is None:
+                del checkpoint.sources[journal]
+            else:
+                checkpoint.sources[journal].CopyFrom(source)
+        self._base = checkpoint
+        return checkpoint
+
     async def _commit(self, txn: _Txn) -> None:
         try:
             await call(self.app.finalize_txn, self.shard, self.store, self.publisher)
-            checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
+            checkpoint = await self._checkpoint()
             intents = dict(self.publisher.build_ack_intents())
             for journal, ack in intents.items():
                 checkpoint.ack_intents[journal] = ack

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 from typing import Any
 
 import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.app import call, call_optional, message_factory
+from gazette_core.consumer.app import AppError, call, call_optional, guarded, message_factory
 
 
 class Mixed:
@@ -46,3 +48,31 @@ def test_message_factory_runs_new_message_sync_or_async() -> None:
     waiting: Any = message_factory(WaitingMessages())
     with pytest.raises(TypeError, match="must not wait"):
         waiting(spec)
+
+
+def test_an_abandoned_guarded_await_closes_without_an_app_failure() -> None:
+    """Collecting the task of a suspended `guarded` closes its coroutine with GeneratorExit,
+    which is no failure of the app and must not come out as an AppError."""
+    seen: list[BaseException | None] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda u: seen.append(u.exc_value)
+    try:
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(lambda _loop, _context: None)  # "destroyed but pending"
+        pending = loop.create_future()
+        task = loop.create_task(guarded("start_commit", pending))
+        loop.run_until_complete(asyncio.sleep(0))  # the task now waits on `pending`
+        loop.close()
+        del task, pending
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert seen == []
+
+
+async def test_a_generator_exit_the_awaited_app_code_raises_is_its_failure() -> None:
+    async def commit() -> None:
+        await asyncio.sleep(0)
+        raise GeneratorExit
+
+    with pytest.raises(AppError, match="start_commit: GeneratorExit"):
+        await guarded("start_commit", commit())

@@ -16,7 +16,7 @@ from gazette_core.broker.client.retry_reader import read_all
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.keyspace import etcd_util
-from gazette_core.message.uuid import Flags, get_producer_id
+from gazette_core.message.uuid import Flags, get_clock, get_producer_id
 from tests.broker.support import append
 from tests.consumer.runtime.apps import Counter, HeldCommits, Num
 from tests.consumer.runtime.conftest import Rig
@@ -156,6 +156,24 @@ async def test_defer_to_next_transaction(rig: Rig) -> None:
     assert app.transactions()[1][0] == 2  # Offered again first.
     first_commit = store.checkpoints[0].sources[SOURCE].read_through
     assert first_commit < store.checkpoints[-1].sources[SOURCE].read_through
+
+
+async def test_a_deferring_transaction_checkpoints_just_before_the_deferred_message(
+        rig: Rig) -> None:
+    """Messages 1-3 come in one read chunk, which the sequencer settles in bulk before any
+    is consumed; the transaction that consumed only 1 must still record 1 as the last one
+    acknowledged, so that a restart from its checkpoint delivers 2 and 3 again."""
+    app = Counter(publish=False, defer={2})
+    _, store = await primary(rig, app)
+    await rig.producer.committed(1, 2, 3)
+    await eventually(lambda: store.resolved >= 2 and app.consumed() == [1, 2, 3])
+    first, second, third = (await read_all(rig.stub, SOURCE)).splitlines(keepends=True)
+    source = store.checkpoints[0].sources[SOURCE]
+    assert source.read_through == len(first)
+    (producer,) = source.producers
+    assert producer.state.last_ack == get_clock(uuid.UUID(json.loads(first)["uuid"]))
+    last = store.checkpoints[-1].sources[SOURCE]
+    assert last.read_through == len(first) + len(second) + len(third)
 
 
 async def test_deferring_the_first_message_fails_the_shard(rig: Rig) -> None:
