@@ -13,6 +13,7 @@ hiredis). Run alone with `python -m bench.redis_baseline`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -70,6 +71,8 @@ def measure(records_per_s: float | None = None) -> dict[str, float]:
     server_bin = shutil.which("redis-server")
     if server_bin is None:
         raise RuntimeError("redis-server is not installed: `make redis` installs it")
+    if importlib.util.find_spec("redis") is None:
+        raise RuntimeError("the redis module is not installed: `make redis` installs it")
     with tempfile.TemporaryDirectory(prefix="gazette-redis-bench-") as tmp:
         port = free_port()
         with open(Path(tmp) / "redis.log", "wb") as log:
