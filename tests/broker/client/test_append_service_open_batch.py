@@ -1,4 +1,4 @@
-"""AppendService.enqueue's open batch: never one that failed, went out, or outlived stop()."""
+"""AppendService batches: never a failed, sent or stopped one; records kept as enqueued."""
 
 from __future__ import annotations
 
@@ -68,3 +68,19 @@ async def test_enqueue_is_refused_once_stop_began_even_with_a_batch_open(
     await stopping
     assert span(await third) == (8, 10)
     assert broker.journals["a/journal"].content == b"one;two;th"
+
+
+async def test_a_record_is_appended_as_it_was_when_enqueued(
+    broker: FakeBroker, stub: JournalAsyncStub
+) -> None:
+    # Records are kept until their batch is sent: a caller's buffer must not leak into it.
+    broker.add_journal("a/journal")
+    async with AppendService(stub) as service:
+        record = bytearray(b"one;")
+        first = service.enqueue("a/journal", record)
+        record[:] = b"two;"
+        second = service.write("a/journal", memoryview(record))
+        record[:] = b"bad!"
+        assert span(await first) == (0, 8)
+        assert span(await second) == (4, 8)
+    assert broker.journals["a/journal"].content == b"one;two;"
