@@ -9,8 +9,7 @@ keeps records in the order they were written.
 Two ways to write: `write()` returns a future per record resolving to that
 record's own span; `enqueue()` is the high-rate path, as in Gazette's Go
 client: records share their batch's `AsyncAppend` (one future per batch),
-so a record costs only a list append; a batch's records are joined once, as
-it is sent.
+so a record costs only a buffer append.
 
 Constructed with a Router instead of a stub, each batch goes straight to the
 journal's primary once a response has revealed it (see `routing`). Given
@@ -39,13 +38,10 @@ MAX_BATCH_BYTES = 1024 * 1024
 class _Batch:
     """Records bound for one Append: their bytes, per-record futures and the batch's future."""
 
-    __slots__ = ("ends", "futures", "handle", "records", "size", "starts")
+    __slots__ = ("buf", "ends", "futures", "handle", "starts")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        # Joined once when sent: growing one buffer record by record copies it over
-        # and over as it outgrows its allocation.
-        self.records: list[bytes] = []
-        self.size = 0
+        self.buf = bytearray()
         # Only records written with write() have an entry here.
         self.starts: list[int] = []
         self.ends: list[int] = []
@@ -162,10 +158,10 @@ class AppendService:
     def write(self, journal: str, record: bytes) -> asyncio.Future[pb.Fragment]:
         """Queue `record` for `journal`; the future resolves to its committed span."""
         batch = self._batch_for(journal)
-        batch.starts.append(batch.size)
-        batch.records.append(bytes(record))
-        batch.size += len(record)
-        batch.ends.append(batch.size)
+        buf = batch.buf
+        batch.starts.append(len(buf))
+        buf += record
+        batch.ends.append(len(buf))
         future: asyncio.Future[pb.Fragment] = batch.handle.future.get_loop().create_future()
         batch.futures.append(future)
         return future
@@ -174,11 +170,9 @@ class AppendService:
         """Queue `record` for `journal`; the returned batch resolves to the batch's commit."""
         # The common case inline, as it is per record: an open batch with room.
         batch = self._open.get(journal)
-        if batch is None or batch.size >= self._max_batch:
+        if batch is None or len(batch.buf) >= self._max_batch:
             batch = self._batch_for(journal)
-        # A bytes record is immutable, so it is kept as it is; any other is copied now.
-        batch.records.append(record if type(record) is bytes else bytes(record))
-        batch.size += len(record)
+        batch.buf += record
         return batch.handle
 
     def pending_except(self, journal: str | None) -> list[AsyncAppend]:
@@ -204,7 +198,7 @@ class AppendService:
             state = self._journals[journal] = _Journal(journal)
         batches = state.batches
         batch = batches[-1] if batches else None
-        if batch is None or batch.size >= self._max_batch:
+        if batch is None or len(batch.buf) >= self._max_batch:
             batch = self._open[journal] = _Batch(loop)
             batches.append(batch)
         if state.task is None:
@@ -241,18 +235,17 @@ class AppendService:
         waiting on its transaction's appends) must see an earlier one fail.
         """
         backoff = Backoff()
-        content = b"".join(batch.records)
         while True:
             try:
-                resp = await append(self._stub, journal, content, timeout=self._timeout,
+                resp = await append(self._stub, journal, batch.buf, timeout=self._timeout,
                                     check_registers=self._check_registers)
             except GazetteError as err:
                 if err.retriable:
                     await backoff.wait()
                     continue
                 raise
-            if resp.commit.end - resp.commit.begin != len(content):
-                raise GazetteError(_mismatch(journal, resp.commit, len(content)))
+            if resp.commit.end - resp.commit.begin != len(batch.buf):
+                raise GazetteError(_mismatch(journal, resp.commit, len(batch.buf)))
             _resolve(batch, resp.commit)
             return
 
