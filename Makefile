@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd java zstd go azurite protos docs lint test demo bench clean
+.PHONY: install etcd java zstd go azurite redis protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -62,6 +62,20 @@ azurite:
 	  npm install --prefix .cache/azurite --no-audit --no-fund --loglevel=error azurite@3 >/dev/null; }
 	@echo "azurite-blob $$($(AZURITE) --version)"
 
+# `make bench` measures Redis Streams beside the broker (bench/redis_baseline.py):
+# Debian's redis-server when missing, and redis-py with hiredis (the `bench` extra).
+REDIS_STAMP := $(VENV)/.bench-installed
+$(REDIS_STAMP): $(STAMP)
+	$(PIP) install -q -e '.[dev,bench]'
+	touch $(REDIS_STAMP)
+
+redis: $(REDIS_STAMP)
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing redis-server (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	@redis-server --version | head -1
+
 # The .proto list and the protoc command live in gazette_core/protogen.py, which the
 # freshness test (tests/test_protos_fresh.py) also uses.
 protos: $(STAMP)
@@ -82,7 +96,7 @@ test: install lint
 demo: install
 	$(PY) -m gazette_core.local.demo
 
-bench: install
+bench: install redis
 	$(PY) -m bench
 
 clean:

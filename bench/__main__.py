@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +17,9 @@ from bench import (
     consume_bench,
     decode_bench,
     journals_frame_bench,
+    publish_bench,
     recoverylog_bench,
+    redis_baseline,
     shards_prune_bench,
     spark_source_bench,
 )
@@ -88,6 +91,15 @@ def on_stack(tmp: str, name: str, brokers: int, zones: int) -> local_stack.Stack
     return stack
 
 
+def _redis(records_per_s: float) -> dict[str, float]:
+    """Redis Streams' pipelined XADD rate beside ours, or nothing if Redis is not installed."""
+    try:
+        return redis_baseline.measure(records_per_s)
+    except RuntimeError as err:
+        print(f"no Redis baseline: {err}", file=sys.stderr)
+        return {}
+
+
 def main() -> None:
     ceiling_port = free_port()
     server = ceiling.start_server(ceiling_port)
@@ -98,6 +110,7 @@ def main() -> None:
             result.update(asyncio.run(recoverylog_bench.measure(single.brokers[0].endpoint,
                                                                 RUNS)))
             local_stack.down(single.directory)
+            result.update(_redis(result["records_per_s"]))
             three = on_stack(tmp, "three", 3, 2)
             result.update(asyncio.run(measure_r3(three.brokers[0].endpoint,
                                                  result["append_ceiling_mb_s"],
@@ -108,6 +121,8 @@ def main() -> None:
                                             result["append_1k_floor_p99_ms"]))
             result.update(decode_bench.run(consume_bench.MESSAGES,
                                            result["consume_ceiling_msgs_per_s"]))
+            # Publishers against raw AppendService records (own stack).
+            result.update(publish_bench.run(Path(tmp)))
             # Journals read into DataFrames on Spark, on a stack of its own.
             result.update(journals_frame_bench.run(Path(tmp)))
             # Recovery-log pruning on Spark against its serial delete loop (own stack).

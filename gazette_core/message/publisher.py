@@ -11,19 +11,85 @@ barrier, so applications do not call it themselves.
 The clock is ticked and the UUID stamped right before the message is queued
 on the AppendService. Both happen without yielding to the event loop, so
 within each journal the clocks increase in append order.
+
+Publishing is on the hot path of producers, so a message costs what cannot
+be avoided: the mapping, the marshal and a buffer append. Messages that keep
+their UUID as text (`JSONMessage` and any type whose `set_uuid` is listed in
+TEXT_UUID_SETTERS) get the canonical text straight from the clock, without a
+`uuid.UUID`; other types get a `uuid.UUID` through their `set_uuid`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gazette_core.message.framing import Framing
-from gazette_core.message.interfaces import Message
-from gazette_core.message.uuid import Clock, Flags, build_uuid, new_producer_id
+from gazette_core.message.interfaces import JSONMessage, Message
+from gazette_core.message.uuid import (
+    GREGORIAN_OFFSET,
+    TICK,
+    Clock,
+    Flags,
+    build_uuid,
+    new_producer_id,
+)
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.append_service import AppendService, AsyncAppend
     from gazette_core.message.mapping import Mapping
+
+# `set_uuid` implementations that amount to `self.uuid = str(u)`: a message whose
+# type uses one of them has its `uuid` attribute set to the text directly.
+TEXT_UUID_SETTERS: set[Callable[..., Any]] = {JSONMessage.set_uuid}
+
+_time_ns = time.time_ns
+# Plain ints: an IntEnum member costs an attribute lookup per message.
+_OUTSIDE_TXN = int(Flags.OUTSIDE_TXN)
+_CONTINUE_TXN = int(Flags.CONTINUE_TXN)
+
+
+class _Kind:
+    """What publishing a message of one type involves, looked up once per type."""
+
+    __slots__ = ("text", "validate")
+
+    def __init__(self, cls: type) -> None:
+        self.validate = callable(getattr(cls, "validate", None))
+        self.text = getattr(cls, "set_uuid", None) in TEXT_UUID_SETTERS
+
+
+class _UUIDText:
+    """The canonical text of one producer's UUIDs, formatted from a clock value.
+
+    Only the first group (the low 32 bits of the timestamp) changes between
+    consecutive messages; the rest (the timestamp's high bits, which change
+    every ~7 minutes, then counter, flags and producer) is one of a few
+    strings, cached for the current high bits.
+    """
+
+    __slots__ = ("_high", "_node", "_rests")
+
+    def __init__(self, producer: bytes) -> None:
+        self._node = producer.hex()
+        self._high = -1
+        self._rests: dict[int, str] = {}  # seq group -> text after the first group
+
+    def format(self, clock: int, flags: int) -> str:
+        stamp = clock >> 4
+        seq = 0x8000 | (clock & 0xF) << 10 | flags
+        if stamp >> 32 != self._high:
+            self._high = stamp >> 32
+            self._rests.clear()
+        rest = self._rests.get(seq)
+        if rest is None:
+            rest = self._rests[seq] = self._rest(seq)
+        return (stamp & 0xFFFFFFFF).to_bytes(4, "big").hex() + rest
+
+    def _rest(self, seq: int) -> str:
+        high = self._high
+        return f"-{high & 0xFFFF:04x}-{(high >> 16) & 0x0FFF | 0x1000:04x}-{seq:04x}-{self._node}"
 
 
 class Publisher:
@@ -42,20 +108,30 @@ class Publisher:
         self.producer_id = new_producer_id() if producer_id is None else producer_id
         if len(self.producer_id) != 6:
             raise ValueError(f"producer ID must be 6 bytes, got {len(self.producer_id)}")
+        self._text = _UUIDText(self.producer_id)
+        self._kinds: dict[type, _Kind] = {}
         # journal -> (framing, acknowledgement); dicts keep first-publish order.
         self._intents: dict[str, tuple[Framing, Message]] = {}
 
     def publish_committed(self, mapping: Mapping, msg: Message) -> AsyncAppend:
         """Append `msg` committed on its own; await the result for its batch's commit."""
-        journal, framing = self._map(mapping, msg)
-        return self._append(journal, framing, msg, Flags.OUTSIDE_TXN)
+        kind = self._kinds.get(type(msg)) or self._kind(msg)
+        if kind.validate:
+            msg.validate()  # type: ignore[attr-defined]
+        journal, framing = mapping(msg)
+        self._stamp(msg, kind, _OUTSIDE_TXN)
+        return self._appender.enqueue(journal, framing.marshal(msg))
 
     def publish_uncommitted(self, mapping: Mapping, msg: Message) -> AsyncAppend:
         """Append `msg` pending until this producer acknowledges its journal."""
-        journal, framing = self._map(mapping, msg)
+        kind = self._kinds.get(type(msg)) or self._kind(msg)
+        if kind.validate:
+            msg.validate()  # type: ignore[attr-defined]
+        journal, framing = mapping(msg)
         if journal not in self._intents:
             self._intents[journal] = (framing, msg.new_acknowledgement(journal))
-        return self._append(journal, framing, msg, Flags.CONTINUE_TXN)
+        self._stamp(msg, kind, _CONTINUE_TXN)
+        return self._appender.enqueue(journal, framing.marshal(msg))
 
     def build_ack_intents(self) -> list[tuple[str, bytes]]:
         """Framed ACKs of every journal published to uncommitted since the last call."""
@@ -66,15 +142,20 @@ class Publisher:
         self._intents.clear()
         return intents
 
-    @staticmethod
-    def _map(mapping: Mapping, msg: Message) -> tuple[str, Framing]:
-        validate = getattr(msg, "validate", None)
-        if callable(validate):
-            validate()
-        return mapping(msg)
+    def _kind(self, msg: Message) -> _Kind:
+        kind = self._kinds[type(msg)] = _Kind(type(msg))
+        return kind
 
-    def _append(self, journal: str, framing: Framing, msg: Message, flags: int) -> AsyncAppend:
-        if self._own_clock:
-            self.clock.update()
-        msg.set_uuid(build_uuid(self.producer_id, self.clock.tick(), flags))
-        return self._appender.enqueue(journal, framing.marshal(msg))
+    def _stamp(self, msg: Message, kind: _Kind, flags: int) -> None:
+        """Tick the clock and set the message's UUID from it."""
+        clock = self.clock
+        value = clock.value
+        if self._own_clock:  # Clock.update(), inlined: it is per message.
+            wall = (_time_ns() // 100 + GREGORIAN_OFFSET) << 4
+            if wall > value:
+                value = wall
+        clock.value = value = value + TICK
+        if kind.text:
+            msg.uuid = self._text.format(value, flags)  # type: ignore[attr-defined]
+        else:
+            msg.set_uuid(build_uuid(self.producer_id, value, flags))

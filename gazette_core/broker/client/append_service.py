@@ -129,6 +129,9 @@ class AppendService:
         self._max_batch = max_batch_bytes
         self._timeout = timeout
         self._journals: dict[str, _Journal] = {}
+        # The newest queued batch of each journal while it is not taken off to be sent
+        # (so its journal's sender is running); none once the service is stopped.
+        self._open: dict[str, _Batch] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
@@ -141,6 +144,7 @@ class AppendService:
         Cancelling stop() cancels the outstanding appends and their futures.
         """
         self._loop = None
+        self._open.clear()
         tasks = [j.task for j in self._journals.values() if j.task is not None]
         await asyncio.gather(*tasks)
 
@@ -164,7 +168,10 @@ class AppendService:
 
     def enqueue(self, journal: str, record: bytes) -> AsyncAppend:
         """Queue `record` for `journal`; the returned batch resolves to the batch's commit."""
-        batch = self._batch_for(journal)
+        # The common case inline, as it is per record: an open batch with room.
+        batch = self._open.get(journal)
+        if batch is None or len(batch.buf) >= self._max_batch:
+            batch = self._batch_for(journal)
         batch.buf += record
         return batch.handle
 
@@ -192,7 +199,7 @@ class AppendService:
         batches = state.batches
         batch = batches[-1] if batches else None
         if batch is None or len(batch.buf) >= self._max_batch:
-            batch = _Batch(loop)
+            batch = self._open[journal] = _Batch(loop)
             batches.append(batch)
         if state.task is None:
             state.task = loop.create_task(self._drain(state))
@@ -205,11 +212,14 @@ class AppendService:
             while state.batches:
                 # Taken off the queue so that new records start the next batch.
                 batch = state.inflight = state.batches.popleft()
+                if self._open.get(state.name) is batch:
+                    del self._open[state.name]
                 await self._commit(state.name, batch)
                 batch = state.inflight = None
         except BaseException as exc:
             if batch is not None:
                 _fail(batch, exc)
+            self._open.pop(state.name, None)
             while state.batches:
                 _fail(state.batches.popleft(), exc)
             if isinstance(exc, asyncio.CancelledError):
