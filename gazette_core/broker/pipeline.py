@@ -74,10 +74,16 @@ class _Peer:
         self.sending.add_done_callback(_retrieve)
 
     async def answer(self) -> Any:
-        """The peer's next answer, once our writes to it went out."""
+        """The peer's next answer, and the outcome of our latest write to it.
+
+        The read is posted at once, beside the write still in flight: an
+        answer that arrives with the write's completion is not held up by
+        a second round through the completion queue.
+        """
+        resp = await self.call.read()
         if self.sending is not None:
             await self.sending
-        return await self.call.read()
+        return resp
 
 
 class Pipeline:
