@@ -224,7 +224,10 @@ class Pipeline:
         """Scatter an acknowledged proposal and take the next turn to read its answers."""
         req = pb.ReplicateRequest(proposal=proposal, registers=registers, acknowledge=True)
         ack = Acknowledgement(self, await self.scatter(req, opening))
-        self._unanswered.append(ack)
+        if not self.peers and self.broken is None and not self._unanswered:
+            ack.answer.set_result([ack.local])  # no replicas to hear from (replication 1)
+        else:
+            self._unanswered.append(ack)
         return ack
 
     @property
