@@ -168,6 +168,7 @@ class Resolver:
 
     def on_keyspace_update(self) -> None:
         """Create replicas for new local assignments and tear down removed ones."""
+        self._known.clear()  # keyed by revision already; a change notified drops them all
         if self._stopping:
             return
         wanted: dict[str, KeyValue] = {}
