@@ -82,7 +82,7 @@ class _Peer:
         """
         resp = await self.call.read()
         if self.sending is not None:
-            await self.sending
+            await _written(self.sending)
         return resp
 
 
@@ -156,7 +156,7 @@ class Pipeline:
         writes = [p.sending for p in self.peers if p.sending is not None]
         if all(w.done() and not w.cancelled() and w.exception() is None for w in writes):
             return
-        await self._all_peers([_awaited(w) for w in writes], "sending to peers")
+        await self._all_peers([_written(w) for w in writes], "sending to peers")
 
     async def gather(self) -> list[pb.ReplicateResponse]:
         """One acknowledgement from each peer, in peer order."""
@@ -363,16 +363,19 @@ class Acknowledgement:
 
 async def _drain(peer: _Peer) -> None:
     if peer.sending is not None:
-        with contextlib.suppress(Exception):
-            await peer.sending  # half-close after the last write
+        await asyncio.wait([peer.sending])  # half-close after the last write
     call = peer.call
     await call.done_writing()
     while await call.read() is not grpc.aio.EOF:
         pass
 
 
-async def _awaited(write: asyncio.Future[None]) -> None:
-    await write
+async def _written(write: asyncio.Future[None]) -> None:
+    """The outcome of a write, waited for without cancelling it should our waiter be."""
+    await asyncio.wait([write])
+    if write.cancelled():
+        raise PipelineError("a write to a peer was cancelled")
+    write.result()
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
