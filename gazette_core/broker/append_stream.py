@@ -104,20 +104,24 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
     spool = pln.replica.spool
     writable = may_write(pln.replica.spec)
     rate = _MinRate()
-    while (req := await rate.next(requests)) is not None:
-        _check_follow_up(req)
-        if not req.content:
-            if await rate.next(requests) is not None:
-                raise AppendStreamError("expected EOF after empty Content chunk")
-            return chunks
-        if not writable or first.suspend in NO_CONTENT_MODES:
-            return pb.AppendResponse(status=pb.NOT_ALLOWED)
-        await pln.scatter(pb.ReplicateRequest(content=req.content, content_delta=spool.delta))
-        digest.update(req.content)
-        metrics.APPEND_BYTES.inc(len(req.content))
-        rate.received += len(req.content)
-        chunks += 1
-    raise AppendStreamError("unexpected EOF")
+    try:
+        while (req := await rate.next(requests)) is not None:
+            _check_follow_up(req)
+            if not req.content:
+                if await rate.next(requests) is not None:
+                    raise AppendStreamError("expected EOF after empty Content chunk")
+                return chunks
+            if not writable or first.suspend in NO_CONTENT_MODES:
+                return pb.AppendResponse(status=pb.NOT_ALLOWED)
+            await pln.scatter(pb.ReplicateRequest(content=req.content,
+                                                  content_delta=spool.delta))
+            digest.update(req.content)
+            metrics.APPEND_BYTES.inc(len(req.content))
+            rate.received += len(req.content)
+            chunks += 1
+        raise AppendStreamError("unexpected EOF")
+    finally:
+        rate.close()
 
 
 def _check_follow_up(req: pb.AppendRequest) -> None:
@@ -131,20 +135,56 @@ def _check_follow_up(req: pb.AppendRequest) -> None:
 
 
 class _MinRate:
-    """Reads the next message no later than the minimum append rate allows."""
+    """Reads the next message no later than the minimum append rate allows.
+
+    One timer serves the whole stream, rather than a timeout per message: it
+    is re-armed only when it fires before the deadline, which more content
+    received meanwhile pushed back. Only a read in progress is cut short; a
+    deadline passed elsewhere ends the next read at once, as a timeout would.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.start = self.loop.time()
         self.received = 0
+        self._task = asyncio.current_task()
+        self._cancelling = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._reading = self._expired = False
+
+    def deadline(self) -> float:
+        return self.start + MIN_RATE_CREDIT_S + self.received / MIN_APPEND_RATE
 
     async def next(self, requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:
-        deadline = self.start + MIN_RATE_CREDIT_S + self.received / MIN_APPEND_RATE
+        assert self._task is not None
+        if self._timer is None:
+            self._cancelling = self._task.cancelling()
+            self._timer = self.loop.call_at(self.deadline(), self._on_timer)
+        self._reading = True
         try:
-            async with asyncio.timeout_at(deadline):
-                return await next_request(requests)
-        except TimeoutError:
-            raise AppendStreamError(MIN_RATE_REASON) from None
+            return await next_request(requests)
+        except asyncio.CancelledError:
+            if self._expired and self._task.uncancel() <= self._cancelling:
+                raise AppendStreamError(MIN_RATE_REASON) from None
+            raise
+        finally:
+            self._reading = False
+
+    def _on_timer(self) -> None:
+        deadline = self.deadline()
+        if self.loop.time() < deadline:
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+        elif not self._reading:
+            self._timer = None  # the next read arms it again, already due
+        elif not self._expired:
+            self._expired = True
+            assert self._task is not None
+            self._task.cancel()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def _next_registers(pln: Pipeline, req: pb.AppendRequest) -> pb.LabelSet:

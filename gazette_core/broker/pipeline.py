@@ -59,12 +59,31 @@ class PeerSpoolFullError(PipelineError):
 
 
 class _Peer:
-    """A peer's Replicate stream, and the status its broker ended it with."""
+    """A peer's Replicate stream, the status its broker ended it with, its write in flight."""
 
     def __init__(self, process_id: pb.ProcessSpec.ID, call: Any) -> None:
         self.process_id = process_id
         self.call = call  # grpc.aio.StreamStreamCall[ReplicateRequest, ReplicateResponse]
         self.status = StatusKeeper(call)
+        # The latest write, not awaited by whoever scattered it (see Pipeline.scatter).
+        self.sending: asyncio.Future[None] | None = None
+
+    def write(self, data: bytes) -> None:
+        """Start writing `data`, after the previous write completed (scatter waits for it)."""
+        self.sending = asyncio.ensure_future(self.call.write(data))
+        self.sending.add_done_callback(_retrieve)
+
+    async def answer(self) -> Any:
+        """The peer's next answer, and the outcome of our latest write to it.
+
+        The read is posted at once, beside the write still in flight: an
+        answer that arrives with the write's completion is not held up by
+        a second round through the completion queue.
+        """
+        resp = await self.call.read()
+        if self.sending is not None:
+            await _written(self.sending)
+        return resp
 
 
 class Pipeline:
@@ -116,18 +135,32 @@ class Pipeline:
 
     async def scatter(self, req: pb.ReplicateRequest, opening: bool = False
                       ) -> pb.ReplicateResponse:
-        """Apply `req` locally and send it to every peer; returns the local response."""
+        """Apply `req` locally and start sending it to every peer; returns the local response.
+
+        The writes go out concurrently and are not awaited here: the next
+        scatter waits for them (gRPC takes one write at a time per stream),
+        and so does reading the peers' answers. So a primary reads its
+        client's next message, or sends a commit's acknowledgement, while
+        the content is still on its way to the peers.
+        """
         local = self.replica.apply(req)
         if self.peers:
+            await self._sent()
             data = req.SerializeToString()
-            await self._all_peers(
-                [p.call.write(self.first_request(p, req).SerializeToString() if opening else data)
-                 for p in self.peers], "sending to peers")
+            for p in self.peers:
+                p.write(self.first_request(p, req).SerializeToString() if opening else data)
         return local
+
+    async def _sent(self) -> None:
+        """Until the previous write to every peer completed; a failed one breaks the pipeline."""
+        writes = [p.sending for p in self.peers if p.sending is not None]
+        if all(w.done() and not w.cancelled() and w.exception() is None for w in writes):
+            return
+        await self._all_peers([_written(w) for w in writes], "sending to peers")
 
     async def gather(self) -> list[pb.ReplicateResponse]:
         """One acknowledgement from each peer, in peer order."""
-        responses = await self._all_peers([p.call.read() for p in self.peers],
+        responses = await self._all_peers([p.answer() for p in self.peers],
                                           "reading peer acknowledgements")
         for peer, resp in zip(self.peers, responses, strict=True):
             if resp is grpc.aio.EOF:
@@ -191,7 +224,10 @@ class Pipeline:
         """Scatter an acknowledged proposal and take the next turn to read its answers."""
         req = pb.ReplicateRequest(proposal=proposal, registers=registers, acknowledge=True)
         ack = Acknowledgement(self, await self.scatter(req, opening))
-        self._unanswered.append(ack)
+        if not self.peers and self.broken is None and not self._unanswered:
+            ack.answer.set_result([ack.local])  # no replicas to hear from (replication 1)
+        else:
+            self._unanswered.append(ack)
         return ack
 
     @property
@@ -287,7 +323,7 @@ class Pipeline:
                     async with asyncio.timeout(CLOSE_TIMEOUT_S):
                         await self._unanswered[-1].responses()
             self.peers = []
-            tasks = [asyncio.ensure_future(_drain(p.call)) for p in peers]
+            tasks = [asyncio.ensure_future(_drain(p)) for p in peers]
             if tasks:
                 await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
         finally:
@@ -325,10 +361,21 @@ class Acknowledgement:
             self.answer.exception()  # its owner may have gone: don't log it as unretrieved
 
 
-async def _drain(call: Any) -> None:
+async def _drain(peer: _Peer) -> None:
+    if peer.sending is not None:
+        await asyncio.wait([peer.sending])  # half-close after the last write
+    call = peer.call
     await call.done_writing()
     while await call.read() is not grpc.aio.EOF:
         pass
+
+
+async def _written(write: asyncio.Future[None]) -> None:
+    """The outcome of a write, waited for without cancelling it should our waiter be."""
+    await asyncio.wait([write])
+    if write.cancelled():
+        raise PipelineError("a write to a peer was cancelled")
+    write.result()
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

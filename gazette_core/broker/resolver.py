@@ -42,6 +42,18 @@ class Resolution:
         return self.header.route
 
 
+KNOWN_CAPACITY = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    revision: int
+    item: KeyValue | None
+    spec: pb.JournalSpec | None
+    assignments: tuple[KeyValue, ...]
+    route: pb.Route  # shared: copied into each Resolution's header, never handed out
+
+
 class Resolver:
     """Maps journals to resolutions and manages the local replicas."""
 
@@ -62,6 +74,10 @@ class Resolver:
         # Called with a journal whose route changed while this broker is its primary.
         self._on_primary_route = on_primary_route
         self._routes: dict[str, bytes] = {}
+        # What resolve_now last read for each journal, valid while the KeySpace stays
+        # at the revision it was read at: a route built from member and assignment keys
+        # costs tens of microseconds, on every append and read.
+        self._known: dict[str, _Known] = {}
 
     # -- resolution ---------------------------------------------------------
 
@@ -84,16 +100,18 @@ class Resolver:
 
     def resolve_now(self, journal: str, require_primary: bool, may_proxy: bool) -> Resolution:
         """Resolve against the KeySpace as it is now, without waiting."""
-        item = self.keyspace.get(f"{self.root}/items/{journal}")
-        spec = item.decoded if item is not None else None
-        assignments = self.assignments_of(journal)
-        if isinstance(spec, pb.JournalSpec) and not visible(journal, spec.labels):
+        known = self._lookup(journal)
+        item, spec, assignments = known.item, known.spec, list(known.assignments)
+        if spec is not None and not visible(journal, spec.labels):
             item, spec, assignments = None, None, []  # outside the RPC's claims: not found
-        route = self.route_of(assignments)
-        header = pb.Header(route=route)
+        header = pb.Header()
+        if assignments:
+            header.route.CopyFrom(known.route)
+        else:
+            header.route.primary = -1
         header.etcd.CopyFrom(self.keyspace.header)
-        res = Resolution(pb.OK, header, journal, spec if isinstance(spec, pb.JournalSpec) else None,
-                         item, assignments)
+        res = Resolution(pb.OK, header, journal, spec, item, assignments)
+        route = header.route
 
         local = any(m == self.process_id for m in route.members)
         if require_primary and route.primary != -1:
@@ -106,6 +124,22 @@ class Resolver:
         if local:
             res.replica = self.replicas.get(journal)
         return res
+
+    def _lookup(self, journal: str) -> _Known:
+        """The journal's item, spec, assignments and route at the KeySpace's revision."""
+        revision = self.keyspace.revision
+        known = self._known.get(journal)
+        if known is not None and known.revision == revision:
+            return known
+        item = self.keyspace.get(f"{self.root}/items/{journal}")
+        spec = item.decoded if item is not None else None
+        assignments = tuple(self.assignments_of(journal))
+        known = _Known(revision, item, spec if isinstance(spec, pb.JournalSpec) else None,
+                       assignments, self.route_of(list(assignments)))
+        if len(self._known) >= KNOWN_CAPACITY:
+            self._known.clear()
+        self._known[journal] = known
+        return known
 
     def _status(self, res: Resolution, require_primary: bool, may_proxy: bool
                 ) -> pb.Status.ValueType:
@@ -134,6 +168,7 @@ class Resolver:
 
     def on_keyspace_update(self) -> None:
         """Create replicas for new local assignments and tear down removed ones."""
+        self._known.clear()  # keyed by revision already; a change notified drops them all
         if self._stopping:
             return
         wanted: dict[str, KeyValue] = {}

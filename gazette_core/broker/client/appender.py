@@ -92,8 +92,12 @@ async def _send(call: grpc.aio.StreamUnaryCall, first: pb.AppendRequest, data: C
     """Write the whole request stream, stopping early if the broker already answered."""
     try:
         await call.write(first)
-        async for chunk in _chunks(data):
-            await call.write(pb.AppendRequest(content=chunk))
+        if isinstance(data, bytes) and len(data) <= CHUNK_SIZE:
+            if data:  # one chunk, the common small append: no generator to step through
+                await call.write(pb.AppendRequest(content=data))
+        else:
+            async for chunk in _chunks(data):
+                await call.write(pb.AppendRequest(content=chunk))
         await call.write(pb.AppendRequest())  # Commit intent.
     except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
         # The broker may answer (e.g. JOURNAL_NOT_FOUND) before reading the whole

@@ -85,6 +85,9 @@ _channels = weakref.WeakKeyDictionary()
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task[None]]]
 _watches = weakref.WeakKeyDictionary()
 log = logging.getLogger(__name__)
+# A stub per shared channel: routed calls ask for one each time (a Router keeps
+# none, see routing.py), and building one costs microseconds on every append.
+_stubs: weakref.WeakKeyDictionary[Any, JournalAsyncStub] = weakref.WeakKeyDictionary()
 _FailoverKey = tuple[tuple[str, ...], ClientConfig]
 _failovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
                                       dict[_FailoverKey, FailoverChannel]]
@@ -245,9 +248,13 @@ def journal_stub(address: str | None = None, config: ClientConfig | None = None
 
     `address` may list several endpoints separated by commas (see the module docstring).
     """
-    # The generated overloads cannot tell an aio channel from a sync one.
-    return cast("JournalAsyncStub",
-                pb_grpc.JournalStub(dial(address or default_address(), config)))
+    channel = dial(address or default_address(), config)
+    stub = _stubs.get(channel)
+    if stub is None:
+        # The generated overloads cannot tell an aio channel from a sync one.
+        stub = cast("JournalAsyncStub", pb_grpc.JournalStub(channel))
+        _stubs[channel] = stub
+    return stub
 
 
 async def close_channels() -> None:

@@ -171,7 +171,9 @@ _FOLLOW_UP_UNSET = (
 def validate_append_request(msg: pb.AppendRequest) -> None:
     """First message (journal + options, no content) or a follow-up (content only)."""
     if not msg.journal:
-        _reject_set(msg, _FOLLOW_UP_UNSET, "in a follow-up (content) message")
+        fields = msg.ListFields()  # only the set ones: content alone is the common case
+        if fields and (len(fields) > 1 or fields[0][0].name != "content"):
+            _reject_set(msg, _FOLLOW_UP_UNSET, "in a follow-up (content) message")
         return
     _optional_header(msg)
     validate_journal_name(msg.journal, "journal", allow_meta=True)
