@@ -1,7 +1,7 @@
 """Publishing figures: small JSON messages through a Publisher against raw AppendService records.
 
 - `publish_msgs_per_s`: `Publisher.publish_committed` of small JSON messages (the
-  consumer bench's Tick) to one R=1 journal, until the last batch is acknowledged;
+  consumer bench's StructTick) to one R=1 journal, until the last batch is acknowledged;
 - `publish_uncommitted_msgs_per_s`: the same through `publish_uncommitted` (the
   transactional path), its ACK appended at the end;
 - `publish_records_per_s`: records of the same size as those messages enqueued
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import broker_bench
-from bench.consume_bench import Tick
+from bench.consume_bench import StructTick as Tick
 from gazette_core.broker.client.append_service import AppendService, AsyncAppend
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals

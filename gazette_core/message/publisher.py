@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from gazette_core.message.framing import Framing
 from gazette_core.message.interfaces import JSONMessage, Message
+from gazette_core.message.structs import StructMessage
 from gazette_core.message.uuid import (
     GREGORIAN_OFFSET,
     TICK,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 # `set_uuid` implementations that amount to `self.uuid = str(u)`: a message whose
 # type uses one of them has its `uuid` attribute set to the text directly.
-TEXT_UUID_SETTERS: set[Callable[..., Any]] = {JSONMessage.set_uuid}
+TEXT_UUID_SETTERS: set[Callable[..., Any]] = {JSONMessage.set_uuid, StructMessage.set_uuid}
 
 _time_ns = time.time_ns
 # Plain ints: an IntEnum member costs an attribute lookup per message.
