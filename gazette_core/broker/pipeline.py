@@ -143,9 +143,12 @@ class Pipeline:
         client's next message, or sends a commit's acknowledgement, while
         the content is still on its way to the peers.
         """
+        if self.peers:
+            # Before applying: a commit must not become visible here when the
+            # content it covers failed to reach a peer.
+            await self._sent()
         local = self.replica.apply(req)
         if self.peers:
-            await self._sent()
             data = req.SerializeToString()
             for p in self.peers:
                 p.write(self.first_request(p, req).SerializeToString() if opening else data)
