@@ -60,6 +60,7 @@ async def measure(broker: str, ceiling_port: int) -> dict[str, float]:
     out["read_ratio"] = out["read_mb_s"] / out["read_ceiling_mb_s"]
     # How many times the bare round trip a broker append takes (1.0 is the floor).
     out["append_1k_p50_vs_floor"] = out["append_1k_p50_ms"] / floor_p50
+    out["append_1k_p99_vs_floor_p99"] = out["append_1k_p99_ms"] / floor_p99
     return {k: round(v, 3) for k, v in out.items()}
 
 
