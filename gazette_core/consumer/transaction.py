@@ -152,8 +152,10 @@ class TxnLoop:
         finally:
             await cancel_and_wait(hints)
             await self.channel.stop()
-            if self._prev is not None and not self._prev.done():
-                self._prev.cancel()
+            if self._prev is not None:
+                # Unwound here, not left to the loop: a loop closed right after would
+                # leave its tasks pending, to be destroyed by a later collection.
+                await cancel_and_wait(self._prev.future())
             await self.appender.stop()
 
     # One transaction.

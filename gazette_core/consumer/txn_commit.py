@@ -67,9 +67,6 @@ class Settled:
         """Return once everything resolved; raise the first failure."""
         await asyncio.shield(self._task)
 
-    def cancel(self) -> None:
-        self._task.cancel()
-
 
 def resend_ack_intents(appender: TxnAppendService, shard: Shard,
                        checkpoint: cpb.Checkpoint) -> Settled:
