@@ -33,6 +33,7 @@ from gazette_core.message.uuid import (
     TICK,
     Clock,
     Flags,
+    UUIDText,
     build_uuid,
     new_producer_id,
 )
@@ -61,38 +62,6 @@ class _Kind:
         self.text = getattr(cls, "set_uuid", None) in TEXT_UUID_SETTERS
 
 
-class _UUIDText:
-    """The canonical text of one producer's UUIDs, formatted from a clock value.
-
-    Only the first group (the low 32 bits of the timestamp) changes between
-    consecutive messages; the rest (the timestamp's high bits, which change
-    every ~7 minutes, then counter, flags and producer) is one of a few
-    strings, cached for the current high bits.
-    """
-
-    __slots__ = ("_high", "_node", "_rests")
-
-    def __init__(self, producer: bytes) -> None:
-        self._node = producer.hex()
-        self._high = -1
-        self._rests: dict[int, str] = {}  # seq group -> text after the first group
-
-    def format(self, clock: int, flags: int) -> str:
-        stamp = clock >> 4
-        seq = 0x8000 | (clock & 0xF) << 10 | flags
-        if stamp >> 32 != self._high:
-            self._high = stamp >> 32
-            self._rests.clear()
-        rest = self._rests.get(seq)
-        if rest is None:
-            rest = self._rests[seq] = self._rest(seq)
-        return (stamp & 0xFFFFFFFF).to_bytes(4, "big").hex() + rest
-
-    def _rest(self, seq: int) -> str:
-        high = self._high
-        return f"-{high & 0xFFFF:04x}-{(high >> 16) & 0x0FFF | 0x1000:04x}-{seq:04x}-{self._node}"
-
-
 class Publisher:
     """Publishes through `appender` with its own producer ID and `clock`.
 
@@ -109,7 +78,7 @@ class Publisher:
         self.producer_id = new_producer_id() if producer_id is None else producer_id
         if len(self.producer_id) != 6:
             raise ValueError(f"producer ID must be 6 bytes, got {len(self.producer_id)}")
-        self._text = _UUIDText(self.producer_id)
+        self._text = UUIDText(self.producer_id)
         self._kinds: dict[type, _Kind] = {}
         # journal -> (framing, acknowledgement); dicts keep first-publish order.
         self._intents: dict[str, tuple[Framing, Message]] = {}

@@ -124,9 +124,37 @@ def format_text(producer: bytes, clock: int, flags: int) -> str:
         raise ValueError(f"producer ID must be 6 bytes, got {len(producer)}")
     if not 0 <= flags <= 0x3FF:
         raise ValueError(f"flags must fit in 10 bits, got {flags:#x}")
-    stamp = clock >> 4
-    head = ((stamp & 0xFFFFFFFF) << 32 | (stamp >> 32 & 0xFFFF) << 16
-            | (stamp >> 48 & 0x0FFF) | 0x1000)
-    seq = 0x8000 | (clock & 0xF) << 10 | flags
-    h = f"{head:016x}{seq:04x}{producer.hex()}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return UUIDText(producer).format(clock, flags)
+
+
+class UUIDText:
+    """The canonical text of one producer's UUIDs, formatted from a clock value.
+
+    Only the first group (the low 32 bits of the timestamp) changes between
+    consecutive messages; the rest (the timestamp's high bits, which change
+    every ~7 minutes, then counter, flags and producer) is one of a few
+    strings, cached for the current high bits.
+    """
+
+    __slots__ = ("_high", "_node", "_rests")
+
+    def __init__(self, producer: bytes) -> None:
+        self._node = producer.hex()
+        self._high = -1
+        self._rests: dict[int, str] = {}  # seq group -> text after the first group
+
+    def format(self, clock: int, flags: int) -> str:
+        stamp = clock >> 4
+        seq = 0x8000 | (clock & 0xF) << 10 | flags
+        if stamp >> 32 != self._high:
+            self._high = stamp >> 32
+            self._rests.clear()
+        rest = self._rests.get(seq)
+        if rest is None:
+            rest = self._rests[seq] = self._rest(seq)
+        return (stamp & 0xFFFFFFFF).to_bytes(4, "big").hex() + rest
+
+    def _rest(self, seq: int) -> str:
+        high = self._high
+        return f"-{high & 0xFFFF:04x}-{(high >> 16) & 0x0FFF | 0x1000:04x}-{seq:04x}-{self._node}"
+

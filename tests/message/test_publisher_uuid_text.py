@@ -12,8 +12,8 @@ from gazette_core.broker.client.append_service import AppendService
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.message.framing import framing_for
 from gazette_core.message.interfaces import JSONMessage, Message
-from gazette_core.message.publisher import TEXT_UUID_SETTERS, Publisher, _UUIDText
-from gazette_core.message.uuid import GREGORIAN_OFFSET, TICK, Clock, Flags, build_uuid
+from gazette_core.message.publisher import TEXT_UUID_SETTERS, Publisher
+from gazette_core.message.uuid import GREGORIAN_OFFSET, TICK, Clock, Flags, UUIDText, build_uuid
 from gazette_core.testing.broker import journal_spec
 from tests.broker.support import content, create
 from tests.message.support import A, Note
@@ -24,7 +24,7 @@ WRAP = ((GREGORIAN_OFFSET | 0xFFFFFFFF) - 50) << 4
 
 @pytest.mark.parametrize("flags", [0, 1, 2, 0x3FF])
 def test_text_is_str_of_build_uuid_for_every_counter_and_across_a_wrap(flags: int) -> None:
-    text = _UUIDText(A)
+    text = UUIDText(A)
     clocks = [WRAP + i * TICK + counter for i in range(10) for counter in (0, 1, 7, 15)]
     rng = random.Random(7)
     clocks += [rng.randrange(1 << 64) for _ in range(200)]  # high groups jumping about
