@@ -26,9 +26,7 @@ from uuid import UUID
 import msgspec
 
 from gazette_core.message import json_fields
-from gazette_core.message.uuid import get_parts, parse_text
-
-ZERO_UUID = UUID(int=0)
+from gazette_core.message.uuid import ZERO_UUID, get_parts, parse_text
 
 
 @runtime_checkable

@@ -24,9 +24,8 @@ from uuid import UUID
 import msgspec
 
 from gazette_core.message.json_fields import FieldTypeError, _mismatch
-from gazette_core.message.uuid import parse_text
+from gazette_core.message.uuid import ZERO_UUID, parse_text
 
-ZERO_UUID = UUID(int=0)
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
 _PATH = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
 _ERROR = re.compile(r"^Expected `([^`]+)`, got `(\w+)`(?: - at `\$(.*)`)?$")

@@ -17,6 +17,7 @@ import uuid
 # 100 ns intervals from 1582-10-15 (the RFC 4122 epoch) to 1970-01-01.
 GREGORIAN_OFFSET = 122192928000000000
 TICK = 160  # one microsecond: the 4 counter bits stay zero, as Go's clock does
+ZERO_UUID = uuid.UUID(int=0)  # a message without a UUID: committed at once, not tracked
 
 
 class Flags(enum.IntEnum):
