@@ -211,6 +211,11 @@ async def test_cors_headers_answer_allowed_origins_only(rig: Rig) -> None:
                                      headers={"Origin": "https://evil.example"})
     assert stranger.status == 200
     assert not set(CORS) & set(stranger.headers)
+    # The content gateway beside it is not the JSON gateway's to open to browsers.
+    async with rig.http.get(rig.base_url.removesuffix("/v1") + "/" + JOURNAL,
+                            headers={"Origin": ORIGIN}) as content:
+        assert content.status == 416  # the content gateway, at the empty journal's head
+        assert not set(CORS) & set(content.headers)
 
 
 async def test_options_is_answered_without_reaching_the_gateway(rig: Rig) -> None:

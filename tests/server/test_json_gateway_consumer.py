@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import aetcd
 import aiohttp
+import grpc
+import pytest
 import pytest_asyncio
 
 from gazette_core.broker.client.channel import close_channels
@@ -17,14 +19,24 @@ from gazette_core.consumer.client import apply_shards, shard_stub
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.service import ConsumerService
+from gazette_core.server import auth
 from gazette_core.testing.broker import broker_config, journal_stub, running_broker
 from gazette_core.testing.etcd import EtcdServer
+from tests.broker.auth_support import KEY, KEYS
 from tests.consumer.runtime.apps import Counter
 from tests.consumer.runtime.support import SOURCE, Producer, create_journals, eventually, shard_spec
 from tests.server.json_gateway_client import GatewayClient, settled
 
 SHARD = "shard-000"
 ORIGIN = "https://ui.example"
+
+
+def consumer_config(etcd: EtcdServer, broker: str, tmp: Path, **overrides: object
+                    ) -> ConsumerConfig:
+    return replace(ConsumerConfig(
+        app="tests:Counter", host="127.0.0.1", port=0, http_port=0, zone="local", id="cons-1",
+        etcd_address=etcd.endpoint, etcd_prefix="/consumer.gateway", etcd_lease=5,
+        broker_address=broker, data_dir=str(tmp / "cons-1")), **overrides)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -42,11 +54,8 @@ async def rig(etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path
     async with running_broker(config) as broker, journal_stub(broker.endpoint) as stub, \
             aiohttp.ClientSession() as http:
         await create_journals(stub)
-        service = ConsumerService(ConsumerConfig(
-            app="tests:Counter", host="127.0.0.1", port=0, http_port=0, zone="local",
-            id="cons-1", etcd_address=etcd_server.endpoint, etcd_prefix="/consumer.gateway",
-            etcd_lease=5, broker_address=broker.endpoint, data_dir=str(tmp_path / "cons-1"),
-            allow_origin=[ORIGIN]), Counter())
+        service = ConsumerService(consumer_config(etcd_server, broker.endpoint, tmp_path,
+                                                  allow_origin=[ORIGIN]), Counter())
         await service.start()
         try:
             await apply_shards(service.endpoint, [cpb.ApplyRequest.Change(
@@ -104,3 +113,28 @@ async def test_bad_json_and_unrouted_paths(rig: Rig) -> None:
                              "not 1.5"}
     unrouted = await rig.client.post("/journals/list", "{}")
     assert (unrouted.status, json.loads(unrouted.body)["code"]) == (501, 12)
+
+
+async def test_only_the_callers_authorization_counts(
+        etcd: aetcd.Client, etcd_server: EtcdServer, tmp_path: Path) -> None:
+    """The process signs its own calls with --consumer.auth-keys; its gateway must not."""
+    config = consumer_config(etcd_server, "http://127.0.0.1:1", tmp_path, auth_keys=KEYS)
+    service = ConsumerService(config, Counter())
+    await service.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            base_url = f"http://127.0.0.1:{service.server.http_port}/v1"
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await shard_stub(service.endpoint).List(cpb.ListRequest())
+            refused = await GatewayClient(http, base_url).post("/shards/list", "{}")
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert refused.status == 401
+            assert refused.json() == {"code": 16, "message": info.value.details(),
+                                      "details": []}
+            token = f"Bearer {auth.mint(KEY, auth.LIST, None, auth.HOUR_S)}"
+            listed = await GatewayClient(http, base_url, token).unary(
+                "/shards/list", cpb.ListRequest(), cpb.ListResponse)
+            assert listed.status == cpb.OK and list(listed.shards) == []
+    finally:
+        await service.stop(2.0)
+        await close_channels()
