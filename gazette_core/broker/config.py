@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks
 from gazette_core.server.flags import Check, Flag, parse_flags
@@ -42,6 +42,7 @@ class BrokerConfig:
     store_health_sweep: float = 3600.0
     store_health_limit: int = 1000
     max_append_queue: int = 32
+    allow_origin: list[str] = field(default_factory=list)
 
     @property
     def suffix(self) -> str:
@@ -106,6 +107,9 @@ FLAGS: list[Flag] = [
     ("--broker.max-append-queue", "max_append_queue", int, "BROKER_MAX_APPEND_QUEUE",
      "Appends that may wait for one journal's pipeline; more are refused with "
      "UNAVAILABLE, which clients retry (0: no limit)"),
+    ("--broker.allow-origin", "allow_origin", list, "BROKER_ALLOW_ORIGIN",
+     "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
+     "repeatable (the environment variable separates several by commas or spaces)"),
 ]
 
 

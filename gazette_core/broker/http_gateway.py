@@ -1,4 +1,5 @@
-"""The HTTP gateway (broker.md 6): GET/HEAD read a journal, PUT appends to it; plus /metrics.
+"""The HTTP gateway (broker.md 6): GET/HEAD read a journal, PUT appends to it; plus /metrics
+and the /v1/ JSON gateway (server.json_gateway).
 
 Requests become Read and Append RPCs to the local broker, which proxies them
 to the journal's members as any client call, so the gateway holds no journal
@@ -11,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 from aiohttp.http_writer import StreamWriter
@@ -25,6 +26,8 @@ from gazette_core.broker.http_headers import CLOSE_ERROR, Headers, append_header
 from gazette_core.broker.http_requests import append_journal, read_request
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, StatusError
+from gazette_core.server.client_auth import with_authorization
+from gazette_core.server.json_gateway import broker_gateway
 
 if TYPE_CHECKING:
     from gazette_core.broker.config import BrokerConfig
@@ -44,19 +47,6 @@ _READ_STATUS_CODES = {pb.OK: 206, pb.JOURNAL_NOT_FOUND: 404,
 
 class BodyStalledError(GazetteError):
     """A request body sent nothing for the gateway's idle timeout."""
-
-
-class _AuthorizedStub:
-    """A Journal stub that sends the HTTP caller's Authorization with each RPC."""
-
-    def __init__(self, stub: JournalAsyncStub, authorization: str) -> None:
-        self._stub, self._metadata = stub, (("authorization", authorization),)
-
-    def Read(self, request: pb.ReadRequest, **kwargs: Any) -> Any:
-        return self._stub.Read(request, metadata=self._metadata, **kwargs)
-
-    def Append(self, **kwargs: Any) -> Any:
-        return self._stub.Append(metadata=self._metadata, **kwargs)
 
 
 def error_response(status: int, text: str) -> web.Response:
@@ -109,8 +99,10 @@ class HttpGateway:
     def __init__(self, broker_endpoint: str,
                  connect: Callable[[str], JournalAsyncStub] = journal_stub,
                  header_timeout: float = HEADER_TIMEOUT_S,
-                 idle_timeout: float = IDLE_TIMEOUT_S) -> None:
+                 idle_timeout: float = IDLE_TIMEOUT_S,
+                 allow_origins: Sequence[str] = ()) -> None:
         self.broker_endpoint = broker_endpoint
+        self._allow_origins = allow_origins
         self._connect = connect
         self._header_timeout = header_timeout
         self._idle_timeout = idle_timeout
@@ -121,6 +113,8 @@ class HttpGateway:
         """Listen on `host:port` ("": every interface, port 0: any free one); HTTPS with `tls`."""
         app = web.Application(middlewares=[_count_requests])
         app.router.add_get("/metrics", _serve_metrics)
+        app.add_subapp("/v1", broker_gateway(lambda: self._connect(self.broker_endpoint),
+                                             self._allow_origins))
         app.router.add_route("*", "/{journal:.*}", self._serve)
         # Cancelling the handler of a vanished client ends its Read or Append RPC.
         # aiohttp's keep-alive timer runs from a connection's opening and from
@@ -147,11 +141,8 @@ class HttpGateway:
             await runner.cleanup()
 
     def _stub(self, request: web.Request) -> JournalAsyncStub:
-        stub = self._connect(self.broker_endpoint)
-        authorization = request.headers.get("Authorization")
-        if authorization:
-            return cast("JournalAsyncStub", _AuthorizedStub(stub, authorization))
-        return stub
+        return with_authorization(self._connect(self.broker_endpoint),
+                                  request.headers.get("Authorization"))
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if request.method in ("GET", "HEAD"):

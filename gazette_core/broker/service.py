@@ -138,7 +138,8 @@ class Broker:
         if self.config.http_port >= 0:
             self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
                                             header_timeout=self.config.http_header_timeout,
-                                            idle_timeout=self.config.http_idle_timeout)
+                                            idle_timeout=self.config.http_idle_timeout,
+                                            allow_origins=self.config.allow_origin)
             tls = server_ssl_context(self.config)
             with binding("--broker.http-port", f"{host}:{self.config.http_port}"):
                 await self.http_gateway.start(self.config.host, self.config.http_port, tls)

@@ -7,7 +7,7 @@ The flags follow Gazette's consumer boilerplate (`--consumer.*`, `--etcd.*`,
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks
 from gazette_core.server.flags import Check, Flag, parse_flags
@@ -43,6 +43,7 @@ class ConsumerConfig:
     etcd_prefix: str = ""
     etcd_lease: int = 20
     log_level: str = "warn"
+    allow_origin: list[str] = field(default_factory=list)
 
     @property
     def suffix(self) -> str:
@@ -106,6 +107,9 @@ FLAGS: list[Flag] = [
      "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
     ("--etcd.lease", "etcd_lease", int, "ETCD_LEASE", "Etcd lease TTL in seconds"),
     ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
+    ("--consumer.allow-origin", "allow_origin", list, "CONSUMER_ALLOW_ORIGIN",
+     "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
+     "repeatable (the environment variable separates several by commas or spaces)"),
 ]
 
 POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})

@@ -2,25 +2,30 @@
 
 The gRPC server verifies tokens as brokers do when `--consumer.auth-keys` is
 set and serves TLS with a server certificate. The HTTP server serves
-`/metrics` and whatever routes the application adds. The application
+`/metrics`, the `/v1/` JSON gateway of the Shard API (server.json_gateway)
+and whatever routes the application adds. The application
 registers both kinds in `init_application`, before either server starts.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 import grpc
 from aiohttp import web
 
 from gazette_core.broker import keepalive
+from gazette_core.broker.client.channel import dial
 from gazette_core.broker.metrics import exposition
 from gazette_core.consumer.app import InitArgs, call
+from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.errors import GazetteError
 from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
+from gazette_core.server.json_gateway import consumer_gateway
 from gazette_core.server.listen import binding, check_bindable
 from gazette_core.server.tls import server_credentials
 
@@ -63,6 +68,7 @@ class ConsumerServer:
         if config.http_port >= 0:
             self.http = web.Application()
             self.http.router.add_get("/metrics", _serve_metrics)
+            self.http.add_subapp("/v1", consumer_gateway(self._own_stub, config.allow_origin))
         address = f"{config.host or '0.0.0.0'}:{config.port}"
         check_bindable("--consumer.port", config.host or "0.0.0.0", config.port)
         with binding("--consumer.port", address):
@@ -71,13 +77,21 @@ class ConsumerServer:
         await self._init_application()
         await self.grpc.start()
         if self.http is not None:
-            self._runner = web.AppRunner(self.http, access_log=None)
+            # Cancelling a vanished client's handler ends its gateway call.
+            self._runner = web.AppRunner(self.http, access_log=None, handler_cancellation=True)
             await self._runner.setup()
             host = config.host or "0.0.0.0"
             site = web.TCPSite(self._runner, host, config.http_port)
             with binding("--consumer.http-port", f"{host}:{config.http_port}"):
                 await site.start()
             self.http_port = _bound_port(self._runner)
+
+    def _own_stub(self) -> cpb_grpc.ShardAsyncStub:
+        """A Shard stub of this process for its JSON gateway: only the caller's
+        Authorization, never this process's own keys, authorizes its calls."""
+        config = replace(self.service.peer_config, auth=None)
+        stub = cpb_grpc.ShardStub(dial(self.service.endpoint, config))
+        return cast("cpb_grpc.ShardAsyncStub", stub)
 
     async def _init_application(self) -> None:
         init = getattr(self.service.app, "init_application", None)

@@ -9,9 +9,10 @@ channels without authorization take the plain gRPC path.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import grpc
 
@@ -19,6 +20,7 @@ from gazette_core.server import auth
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES
 
 APPLY_LIFETIME_S = 60.0
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,25 @@ class CallAuth:
 
 def bearer_metadata(value: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", value),)
+
+
+class AuthorizedStub:
+    """A stub whose every call carries one fixed `authorization` value as gRPC metadata.
+
+    Gateways wrap their stub of the local server in one, so that an HTTP
+    request is exactly as authorized as the Authorization header it brought.
+    """
+
+    def __init__(self, stub: Any, authorization: str) -> None:
+        self._stub, self._metadata = stub, bearer_metadata(authorization)
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        return functools.partial(getattr(self._stub, method), metadata=self._metadata)
+
+
+def with_authorization(stub: S, authorization: str | None) -> S:
+    """`stub` itself, or given an Authorization value, a stub whose calls all carry it."""
+    return cast("S", AuthorizedStub(stub, authorization)) if authorization else stub
 
 
 class _Attach:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import fields
@@ -16,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 
 C = TypeVar("C")
 
-# (flag, field, type, environment variable, help)
+# (flag, field, type, environment variable, help); type `list`: a repeatable string flag.
 Flag = tuple[str, str, type, str, str]
 # What is wrong with a flag's value, or None when it is fine.
 Check = Callable[[Any], str | None]
@@ -40,8 +41,15 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
     """
     defaults: Any = config()
     parser = _Parser(prog=prog, description=description)
+    repeated: dict[str, list[str]] = {}
     for flag, name, kind, env, text in flags:
         help_text = f"{text} [${env}] (default {getattr(defaults, name)!r})"
+        if kind is list:
+            # As in Go, values given on the command line replace the environment's.
+            repeated[name] = env_list(env, getattr(defaults, name))
+            parser.add_argument(flag, dest=name, action="append", default=None,
+                                help=help_text)
+            continue
         if kind is bool:
             default = env_bool(prog, env, getattr(defaults, name))
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
@@ -54,6 +62,9 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
             parser.error(f"${env} must be a {kind.__name__}, not {value!r}")
         parser.add_argument(flag, dest=name, type=kind, default=default, help=help_text)
     ns = parser.parse_args(argv)
+    for name, values in repeated.items():
+        if getattr(ns, name) is None:
+            setattr(ns, name, values)
     for flag, name, *_ in flags:
         if name in positive and getattr(ns, name) <= 0:
             parser.error(f"{flag} must be positive (got {getattr(ns, name):g})")
@@ -63,6 +74,14 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
             parser.error(f"{flag} {getattr(ns, name)!r}: {problem}")
     return config(**{f.name: getattr(ns, f.name) for f in fields(config)  # type: ignore[arg-type]
                      if hasattr(ns, f.name)})
+
+
+def env_list(env: str, default: list[str]) -> list[str]:
+    """A list environment variable: values separated by commas or whitespace."""
+    value = os.environ.get(env)
+    if value is None:
+        return list(default)
+    return [part for part in re.split(r"[\s,]+", value) if part]
 
 
 def env_bool(prog: str, env: str, default: bool) -> bool:

@@ -7,11 +7,12 @@ from typing import Any, cast
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from gazette_core.broker.http_gateway import HttpGateway, _AuthorizedStub
+from gazette_core.broker.http_gateway import HttpGateway
 from gazette_core.broker.http_headers import _join_url, route_compact_text, route_headers
 from gazette_core.broker.http_requests import QueryError, parse_query, read_request
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
+from gazette_core.server.client_auth import AuthorizedStub
 
 
 def test_route_compact_text_matches_gogo() -> None:
@@ -82,7 +83,7 @@ class _Recorder:
 async def test_authorization_rides_along_as_grpc_metadata() -> None:
     """Within the event loop, as the gateway makes its stubs."""
     recorder = _Recorder()
-    stub = _AuthorizedStub(cast(Any, recorder), "Bearer abc")
+    stub = AuthorizedStub(cast(Any, recorder), "Bearer abc")
     stub.Read(pb.ReadRequest(), timeout=5)
     stub.Append(timeout=5)
     assert recorder.calls == [
@@ -90,5 +91,5 @@ async def test_authorization_rides_along_as_grpc_metadata() -> None:
         ("Append", {"metadata": (("authorization", "Bearer abc"),), "timeout": 5})]
     gateway = HttpGateway("http://127.0.0.1:1")
     with_auth = make_mocked_request("GET", "/a/journal", headers={"Authorization": "Bearer x"})
-    assert isinstance(gateway._stub(with_auth), _AuthorizedStub)
-    assert not isinstance(gateway._stub(make_mocked_request("GET", "/a/j")), _AuthorizedStub)
+    assert isinstance(gateway._stub(with_auth), AuthorizedStub)
+    assert not isinstance(gateway._stub(make_mocked_request("GET", "/a/j")), AuthorizedStub)
