@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
@@ -39,7 +39,7 @@ def go_value(msg: Message) -> Any:
     for field in msg.DESCRIPTOR.fields:
         if field.containing_oneof is not None and not msg.HasField(field.name):
             continue  # Go leaves out a oneof that is not set
-        doc[field.name] = _field(msg, field)
+        doc[field.name] = _field(msg, cast(FieldDescriptor, field))
     return doc
 
 
@@ -73,8 +73,9 @@ def _one(field: FieldDescriptor, value: Any) -> Any:
     if kind == FieldDescriptor.TYPE_MESSAGE:
         return go_value(value)
     if kind == FieldDescriptor.TYPE_ENUM:
-        named = field.enum_type.values_by_number.get(value)
-        return named.name if named is not None else value
+        enum = field.enum_type
+        named = enum.values_by_number.get(value) if enum is not None else None
+        return named.name if named is not None else value  # an unknown number, as Go
     if kind in _INT64:
         return str(value)
     if kind == FieldDescriptor.TYPE_BYTES:
