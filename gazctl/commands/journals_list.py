@@ -17,8 +17,15 @@ from rich.live import Live
 
 from gazctl.commands.selection import label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
-from gazctl.jsonpb import go_json
-from gazctl.render import json_line, message_dict, stdout, table, table_of
+from gazctl.render import (
+    go_json_object,
+    go_list_json,
+    json_line,
+    message_dict,
+    stdout,
+    table,
+    table_of,
+)
 from gazette_core.broker.client.journals import list_journals, watch_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
@@ -95,7 +102,7 @@ def _print(resp: pb.ListResponse, options: Options) -> None:
     if output is Format.yaml:
         stdout.out(dump_tree(hoist([(j.spec, j.mod_revision) for j in resp.journals])), end="")
     elif output is Format.json:
-        sys.stdout.write(go_json(resp) + "\n")
+        go_json_object(go_list_json(resp))
     elif output is Format.jsonl:
         for j in resp.journals:
             json_line(message_dict(j))

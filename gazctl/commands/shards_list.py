@@ -31,8 +31,16 @@ from rich.text import Text
 from gazctl.commands.selection import label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
-from gazctl.jsonpb import dumps, go_value
-from gazctl.render import json_line, message_dict, stderr, stdout, table, table_of
+from gazctl.render import (
+    go_json_object,
+    go_list_json,
+    json_line,
+    message_dict,
+    stderr,
+    stdout,
+    table,
+    table_of,
+)
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import values_of
 from gazette_core.consumer.client import list_shards
@@ -168,11 +176,11 @@ def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
                 entry.comment = f"lag: {_lag_cell(entry.spec.id, lags)}"
         stdout.out(dump_set(shard_set), end="")
     elif options.output is Format.json:
-        whole = go_value(resp)
+        whole = go_list_json(resp)
         if options.lag:
             for s, doc in zip(resp.shards, whole["shards"], strict=True):
                 _add_lag(doc, s.spec.id, lags)
-        sys.stdout.write(dumps(whole) + "\n")
+        go_json_object(whole)
     elif options.output is Format.jsonl:
         for s in resp.shards:
             doc = message_dict(s)

@@ -1,12 +1,13 @@
-"""Go's JSON of a message (gazctl.jsonpb): every field, in declaration order, as Go writes it."""
+"""`list -o json`'s form: Go's jsonpb with proto field names, every field, in declaration order."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from google.protobuf import json_format
 
-from gazctl.jsonpb import NULLABLE, go_json, go_value
+from gazctl.render import go_json_object, go_list_json
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 
@@ -21,8 +22,8 @@ def _listing() -> pb.ListResponse:
     return resp
 
 
-def test_unset_sub_messages_are_written_with_their_defaults() -> None:
-    doc = go_value(_listing())
+def test_unset_sub_messages_are_written_with_their_defaults_under_proto_names() -> None:
+    doc = go_list_json(_listing())
 
     assert doc["header"] == {
         "process_id": {"zone": "", "suffix": ""},
@@ -35,7 +36,7 @@ def test_unset_sub_messages_are_written_with_their_defaults() -> None:
 
 
 def test_fields_come_in_declaration_order_with_int64_as_strings() -> None:
-    doc = go_value(_listing())
+    doc = go_list_json(_listing())
 
     assert list(doc) == ["status", "header", "journals"]
     assert list(doc["journals"][0]) == ["spec", "mod_revision", "route", "create_revision"]
@@ -48,24 +49,23 @@ def test_a_pointer_field_and_empty_bytes_are_null() -> None:
     suspended = _listing()
     suspended.journals[0].spec.suspend.level = pb.JournalSpec.Suspend.FULL
 
-    assert go_value(_listing())["journals"][0]["spec"]["suspend"] is None
-    assert go_value(suspended)["journals"][0]["spec"]["suspend"] == {"level": "FULL",
-                                                                     "offset": "0"}
-    assert go_value(cpb.ListResponse())["extension"] is None
-    assert go_value(cpb.ListResponse(extension=b"\x01"))["extension"] == "AQ=="
+    assert go_list_json(_listing())["journals"][0]["spec"]["suspend"] is None
+    assert go_list_json(suspended)["journals"][0]["spec"]["suspend"] == {"level": "FULL",
+                                                                         "offset": "0"}
+    assert go_list_json(cpb.ListResponse())["extension"] is None
+    assert go_list_json(cpb.ListResponse(extension=b"\x01"))["extension"] == "AQ=="
+    shard = go_list_json(cpb.ListResponse(shards=[cpb.ListResponse.Shard()]))["shards"][0]
+    assert list(shard) == ["spec", "mod_revision", "route", "status", "create_revision"]
+    assert shard["spec"]["max_txn_duration"] == "0s"
 
 
-def test_the_json_is_one_compact_line_that_parses_back() -> None:
-    text = go_json(_listing())
+def test_the_object_is_one_compact_line_that_parses_back(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    go_json_object(go_list_json(_listing()))
+    text = capsys.readouterr().out
 
-    assert "\n" not in text and ", " not in text and '": ' not in text
+    assert text.endswith("}\n") and text.count("\n") == 1
+    assert ", " not in text and '": ' not in text
     parsed = json_format.Parse(text, pb.ListResponse())
-    assert go_json(parsed) == text
+    assert go_list_json(parsed) == json.loads(text)
     assert json.loads(text)["journals"][0]["spec"]["name"] == "acme/clicks"
-
-
-def test_every_nullable_name_is_a_field() -> None:
-    for name in NULLABLE:
-        message, field = name.rsplit(".", 1)
-        descriptor = pb.DESCRIPTOR.message_types_by_name[message.split(".", 1)[1]]
-        assert descriptor.fields_by_name[field].message_type is not None, name
