@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install etcd java zstd go azurite redis protos docs lint test demo bench clean
+.PHONY: install etcd java zstd go azurite kubectl redis protos docs lint test demo bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) etcd java zstd go azurite
+install: $(STAMP) etcd java zstd go azurite kubectl
 
 # Etcd comes from Debian's etcd-server package when it is not on the PATH.
 etcd:
@@ -38,6 +38,15 @@ zstd:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zstd >/dev/null; }
 	@zstd --version | head -1
+
+# Deploy tests render deploy/kustomize with `kubectl kustomize` (Debian's kubernetes-client
+# package when kubectl is missing; its kustomize is old, which the manifests keep to).
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || { \
+	  echo "installing kubernetes-client (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kubernetes-client >/dev/null; }
+	@kubectl version --client 2>/dev/null | head -1
 
 # Keepalive tests build a Go peer (tests/broker/gopeer) in GOPATH mode from Debian's
 # packaged grpc-go, with no network: golang-go and golang-google-grpc-dev when missing.

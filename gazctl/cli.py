@@ -36,7 +36,8 @@ app = typer.Typer(
     help="Operate Gazette brokers and consumers: journals, fragments, shards and a local "
          "development stack.\n\n"
          "Exit codes: 0 done, 1 the operation failed, 2 the command line is wrong (nothing "
-         "was done), 3 the selector matched no journal or nothing was done, 130 interrupted. "
+         "was done), 3 the selector matched nothing to act on or nothing was done (a list "
+         "matching nothing exits 0), 130 interrupted. "
          "-o/--output is an output format, except in journals read, where it names the file "
          "written (as in Go's gazctl); durations are Go durations or seconds.",
     no_args_is_help=True,

@@ -30,6 +30,7 @@ from typer._click import exceptions as click  # Typer ships its own copy of clic
 
 from gazette_core.consumer.api_errors import ShardStatusError
 from gazette_core.errors import GazetteError, StatusError, ValidationError
+from gazette_core.server import json_mapping
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
@@ -103,6 +104,20 @@ def message_dict(msg: Message) -> dict[str, Any]:
 
 def json_line(obj: object) -> None:
     sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+
+def go_list_json(msg: Message) -> dict[str, Any]:
+    """A List response as Go's gazctl prints `list -o json`: jsonpb with proto field names
+    and every field written (see gazette_core.server.json_mapping)."""
+    doc: dict[str, Any] = json_mapping.to_json(msg, orig_names=True)
+    return doc
+
+
+def go_json_object(doc: object) -> None:
+    """Print one JSON object as Go does, compact, with a newline after it: Go writes none,
+    but JSON readers take either, and with one a prompt or the next object starts on a
+    line of its own."""
+    sys.stdout.write(json_mapping.dumps(doc).decode() + "\n")
 
 
 def humanize_bytes(n: int) -> str:

@@ -11,7 +11,7 @@ from gazette_core.errors import GazetteError, ValidationError
 OK = 0
 FAILED = 1  # the operation failed (a broker refused, a journal failed, an input file is bad)
 USAGE = 2  # the command line is wrong; nothing was done
-NOTHING = 3  # a selector matched no journal, or nothing was done
+NOTHING = 3  # a selector matched nothing to act on, or nothing was done
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 

@@ -1,6 +1,8 @@
 """`gazctl journals list`: journals matching a selector, as a table, YAML, JSON or proto text.
 
-With --watch the listing is repeated on every change until interrupted.
+`-o json` is Go's form, the whole ListResponse as one object; `-o jsonl` has
+one journal a line. A selector matching nothing is an empty listing, not an
+error. With --watch the listing is repeated on every change until interrupted.
 """
 
 from __future__ import annotations
@@ -13,9 +15,17 @@ import typer
 from google.protobuf import text_format
 from rich.live import Live
 
-from gazctl.commands.selection import NoMatchError, label_columns_of, selector_of
+from gazctl.commands.selection import label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
-from gazctl.render import json_line, message_dict, stdout, table, table_of
+from gazctl.render import (
+    go_json_object,
+    go_list_json,
+    json_line,
+    message_dict,
+    stdout,
+    table,
+    table_of,
+)
 from gazette_core.broker.client.journals import list_journals, watch_journals
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.yaml_io import dump_tree
@@ -31,6 +41,7 @@ class Format(enum.StrEnum):
     table = "table"
     yaml = "yaml"
     json = "json"
+    jsonl = "jsonl"
     proto = "proto"
 
 
@@ -53,19 +64,19 @@ def list_journals_cmd(
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """List journals with their routes. JSON output is one journal per line.
+    """List journals with their routes: a table, YAML, JSON, JSON lines or proto text.
 
-    Exits 3 when the selector matches no journal (--watch waits for some instead).
+    -o json is the whole ListResponse as one JSON object, as Go's gazctl prints
+    it (proto field names, every field, int64 values as strings), e.g. for
+    `| jq '.journals[]'`; -o jsonl prints one journal per line. A selector
+    matching no journal prints an empty listing and exits 0.
     """
     sel = selector_of(selector)
     options: Options = (output, primary, replicas, rf, stores, label_columns_of(label_columns))
     if watch:
         run(broker, lambda stub: _watch(stub, sel, options), timeout)
         return
-    resp = run(broker, lambda stub: list_journals(stub, sel), timeout)
-    if not resp.journals:
-        raise NoMatchError.of(selector)
-    _print(resp, options)
+    _print(run(broker, lambda stub: list_journals(stub, sel), timeout), options)
 
 
 Options = tuple[Format, bool, bool, bool, bool, list[str]]
@@ -91,6 +102,8 @@ def _print(resp: pb.ListResponse, options: Options) -> None:
     if output is Format.yaml:
         stdout.out(dump_tree(hoist([(j.spec, j.mod_revision) for j in resp.journals])), end="")
     elif output is Format.json:
+        go_json_object(go_list_json(resp))
+    elif output is Format.jsonl:
         for j in resp.journals:
             json_line(message_dict(j))
     elif output is Format.proto:

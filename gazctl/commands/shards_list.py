@@ -7,7 +7,9 @@ write head; the difference is what the shard has yet to read
 (`gazette_core.consumer.lag`). A shard whose primary cannot be asked (a
 fail-over) is listed with its lag marked `<unreachable>` or `<no primary>`,
 each unreachable consumer gets one warning line, and only a listing with no
-lag measured at all fails. With --watch the listing is repeated whenever it
+lag measured at all fails. `-o json` is Go's form, the whole ListResponse as
+one object; `-o jsonl` has one shard a line. A selector matching nothing is an
+empty listing, not an error. With --watch the listing is repeated whenever it
 changes, until interrupted.
 """
 
@@ -26,10 +28,19 @@ from rich.live import Live
 from rich.table import Column
 from rich.text import Text
 
-from gazctl.commands.selection import NoMatchError, label_columns_of, selector_of
+from gazctl.commands.selection import label_columns_of, selector_of
 from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
-from gazctl.render import json_line, message_dict, stderr, stdout, table, table_of
+from gazctl.render import (
+    go_json_object,
+    go_list_json,
+    json_line,
+    message_dict,
+    stderr,
+    stdout,
+    table,
+    table_of,
+)
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import values_of
 from gazette_core.consumer.client import list_shards
@@ -45,6 +56,7 @@ class Format(enum.StrEnum):
     table = "table"
     yaml = "yaml"
     json = "json"
+    jsonl = "jsonl"
     proto = "proto"
 
 
@@ -80,12 +92,15 @@ def list_shards_cmd(
     broker: str | None = BrokerAddress,
     timeout: str = Timeout,
 ) -> None:
-    """List shards with their statuses and routes. JSON output is one shard per line.
+    """List shards with their statuses and routes: a table, YAML, JSON, JSON lines or proto text.
 
-    With --lag, a shard whose primary cannot be asked shows its lag as
-    <unreachable> or <no primary> (null in JSON), with a warning per unreachable
-    consumer; exits 1 only when no shard's lag could be measured. Exits 3 when the
-    selector matches no shard (--watch waits for some instead).
+    -o json is the whole ListResponse as one JSON object, as Go's gazctl prints
+    it (proto field names, every field, int64 values as strings); -o jsonl prints
+    one shard per line. -o yaml hoists what all shards share into `common`, and
+    applies back with `shards apply`. With --lag, a shard whose primary cannot
+    be asked shows its lag as <unreachable> or <no primary> (null in JSON), with
+    a warning per unreachable consumer; exits 1 only when no shard's lag could
+    be measured. A selector matching no shard prints an empty listing and exits 0.
     """
     sel = selector_of(selector)
     options = Options(output, primary, replicas, rf, lag, label_columns_of(label_columns))
@@ -95,8 +110,6 @@ def list_shards_cmd(
         return
     resp, lags = run_shards(consumer, lambda c: _listing(c, sel, lag), timeout,
                             broker=broker, with_broker=lag)
-    if not resp.shards:
-        raise NoMatchError.of(selector, "shards")
     _warn(lags)
     _print(resp, lags, options)
     if lag and not lags.known:
@@ -134,12 +147,17 @@ async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> N
                 _warn(lags)
                 if live is not None:
                     live.update(table_of(*_table(resp, lags, options)), refresh=True)
-                elif resp.shards:
-                    if options.output is Format.yaml:
-                        stdout.out("---")  # one YAML document per listing
-                    _print(resp, lags, options)
-                    sys.stdout.flush()
+                else:
+                    _print_again(resp, lags, options)
             await asyncio.sleep(WATCH_INTERVAL_S)
+
+
+def _print_again(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
+    """A listing after the ones before it: YAML documents are separated, JSON one a line."""
+    if options.output is Format.yaml:
+        stdout.out("---")
+    _print(resp, lags, options)
+    sys.stdout.flush()
 
 
 def _without_header(resp: cpb.ListResponse) -> bytes:
@@ -158,17 +176,28 @@ def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
                 entry.comment = f"lag: {_lag_cell(entry.spec.id, lags)}"
         stdout.out(dump_set(shard_set), end="")
     elif options.output is Format.json:
+        whole = go_list_json(resp)
+        if options.lag:
+            for s, doc in zip(resp.shards, whole["shards"], strict=True):
+                _add_lag(doc, s.spec.id, lags)
+        go_json_object(whole)
+    elif options.output is Format.jsonl:
         for s in resp.shards:
             doc = message_dict(s)
-            if options.lag:  # bytes behind each source's write head, as in the table
-                doc["lag"] = lags.known.get(s.spec.id)
-                if s.spec.id in lags.unknown:
-                    doc["lag_unknown"] = lags.unknown[s.spec.id]
+            if options.lag:
+                _add_lag(doc, s.spec.id, lags)
             json_line(doc)
     elif options.output is Format.proto:
         stdout.out(text_format.MessageToString(resp), end="")
     else:
         table(*_table(resp, lags, options))
+
+
+def _add_lag(doc: dict[str, object], shard: str, lags: Lags) -> None:
+    """Bytes behind each source's write head, as in the table, beside the shard's fields."""
+    doc["lag"] = lags.known.get(shard)
+    if shard in lags.unknown:
+        doc["lag_unknown"] = lags.unknown[shard]
 
 
 def status_of(shard: cpb.ListResponse.Shard) -> int:

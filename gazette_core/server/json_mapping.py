@@ -6,7 +6,9 @@ too; a sub-message the Go struct holds by pointer is `null` when unset, one it
 holds by value (NON_NULLABLE) is written with its defaults; map keys are
 sorted; 64-bit integers are strings; bytes are base64, and empty bytes `null`;
 enums are names; durations and timestamps use their JSON strings (`"1.500s"`).
-`dumps` writes compact JSON with Go's escaping of `<`, `>` and `&`.
+`dumps` writes compact JSON with Go's escaping of `<`, `>` and `&`. With
+`orig_names`, fields keep their proto names (`mod_revision`), as Go's gazctl
+writes `list -o json` (jsonpb's OrigName).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def dumps(value: object) -> bytes:
     return text.translate(_GO_ESCAPES).encode()
 
 
-def to_json(message: Message) -> Any:
+def to_json(message: Message, orig_names: bool = False) -> Any:
     """`message` as the JSON value (dict, or a string for durations and such) Go writes."""
     if is_well_known(message):
         return json_format.MessageToDict(message)
@@ -67,7 +69,8 @@ def to_json(message: Message) -> Any:
     for field in fields_of(message):
         if field.containing_oneof is not None and not message.HasField(field.name):
             continue  # Go writes only the member of a oneof that is set
-        out[field.json_name] = _field(message, field)
+        name = field.name if orig_names else field.json_name
+        out[name] = _field(message, field, orig_names)
     return out
 
 
@@ -89,19 +92,19 @@ def enum_type(field: FieldDescriptor) -> EnumDescriptor:
     return field.enum_type
 
 
-def _field(message: Message, field: FieldDescriptor) -> Any:
+def _field(message: Message, field: FieldDescriptor, orig_names: bool) -> Any:
     value = getattr(message, field.name)
     if is_map(field):
         entry = message_type(field).fields_by_name["value"]
-        return {_map_key(key): _value(entry, value[key]) for key in sorted(value)}
+        return {_map_key(key): _value(entry, value[key], orig_names) for key in sorted(value)}
     if field.is_repeated:
-        return [_value(field, item) for item in value]
+        return [_value(field, item, orig_names) for item in value]
     if field.type == _FD.TYPE_MESSAGE and not message.HasField(field.name) \
             and field.full_name not in NON_NULLABLE:
         return None
     if field.type == _FD.TYPE_BYTES and not value:
         return None  # Go's nil byte slice
-    return _value(field, value)
+    return _value(field, value, orig_names)
 
 
 def is_map(field: FieldDescriptor) -> bool:
@@ -115,10 +118,10 @@ def _map_key(key: object) -> str:
     return str(key)
 
 
-def _value(field: FieldDescriptor, value: Any) -> Any:
+def _value(field: FieldDescriptor, value: Any, orig_names: bool = False) -> Any:
     kind = field.type
     if kind == _FD.TYPE_MESSAGE:
-        return to_json(value)
+        return to_json(value, orig_names)
     if kind == _FD.TYPE_ENUM:
         known = enum_type(field).values_by_number.get(value)
         return known.name if known is not None else value

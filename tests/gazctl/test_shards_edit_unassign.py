@@ -207,7 +207,7 @@ def test_a_failed_shard_lists_failed_with_its_error_and_unassign_failed_takes_it
         assert time.monotonic() < deadline, "the shard never failed"
         time.sleep(0.1)
 
-    listed = json.loads(ok("shards", "list", "-l", "id=failing-000", "-o", "json").stdout)
+    listed = json.loads(ok("shards", "list", "-l", "id=failing-000", "-o", "jsonl").stdout)
     errors = [e for s in listed["status"] if s["code"] == "FAILED" for e in s.get("errors", [])]
     assert "store='bogus'" in errors[0], listed
     # The table says why, in full when piped...

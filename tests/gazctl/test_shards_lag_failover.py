@@ -68,7 +68,7 @@ def test_json_and_yaml_mark_the_unreachable_lags(stack: Stack,
 
     assert (as_json.exit_code, as_yaml.exit_code) == (0, 0), (as_json.stderr, as_yaml.stderr)
     lags = {doc["spec"]["id"]: (doc["lag"], doc.get("lag_unknown"))
-            for doc in map(json.loads, as_json.stdout.splitlines())}
+            for doc in json.loads(as_json.stdout)["shards"]}
     assert lags == {shard: ((None, "unreachable") if primaries[shard] == "consumer-2"
                             else ({f"{CHUNKS}/part-{shard[-3:]}": 0}, None))
                     for shard in EXAMPLE_SHARDS}

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 
 from gazctl.connection import CONSUMER_SETTINGS
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -57,6 +57,10 @@ def test_table_shows_reduced_statuses_routes_and_labels(stack: Stack) -> None:
 def test_yaml_listing_applies_back_unchanged_and_lists_byte_identical(stack: Stack) -> None:
     listing = ok("shards", "list", "-o", "yaml").stdout
     assert listing.startswith("common:\n  recovery_log_prefix: examples/stream-sum/")
+    # What all 8 shards share is said once, in `common`; each shard keeps its own sources.
+    common, entries = listing.split("\nshards:\n")
+    assert {"  hot_standbys: 1", "  max_txn_duration: 1s"} <= set(common.splitlines())
+    assert ("hot_standbys" not in entries, entries.count("- journal: ")) == (True, 8)
     revisions = {s.spec.id: s.mod_revision for s in shards(stack, "store")}
     applied = ok("shards", "apply", input=listing).stdout.splitlines()
     assert applied[-2:] == ["0 created, 0 changed, 8 unchanged, 0 deleted", "nothing to apply"]
@@ -64,14 +68,49 @@ def test_yaml_listing_applies_back_unchanged_and_lists_byte_identical(stack: Sta
     assert ok("shards", "list", "-o", "yaml").stdout == listing
 
 
-def test_json_is_one_shard_per_line_and_proto_the_list_response(stack: Stack) -> None:
-    lines = ok("shards", "list", "-o", "json", "-l", "store=json").stdout.splitlines()
+def test_json_is_the_whole_list_response_in_one_object_as_go_prints_it(stack: Stack) -> None:
+    out = ok("shards", "list", "-o", "json", "-l", "store=json").stdout
+
+    assert out.endswith("}\n") and out.count("\n") == 1
+    doc = json.loads(out)
+    assert list(doc) == ["status", "header", "shards", "extension"]
+    assert (doc["status"], doc["extension"]) == ("OK", None)
+    listed = doc["shards"]  # what `jq '.shards[]'` walks
+    assert [s["spec"]["id"] for s in listed] == EXAMPLE_SHARDS[4:]
+    assert [list(s) for s in listed] == [
+        ["spec", "mod_revision", "route", "status", "create_revision"]] * 4
+    spec = listed[0]["spec"]
+    assert (spec["max_txn_duration"], spec["min_txn_duration"]) == ("1s", "0s")
+    assert (spec["hot_standbys"], spec["disable"], spec["ring_buffer_size"]) == (1, False, 0)
+    assert {s["status"][0]["code"] for s in listed} <= {"PRIMARY", "STANDBY"}
+    revisions = {s.spec.id: s.mod_revision for s in shards(stack, "store=json")}
+    parsed = json_format.Parse(out, cpb.ListResponse())
+    assert {s.spec.id: s.mod_revision for s in parsed.shards} == revisions
+    assert [s.spec.sources for s in parsed.shards] == [
+        s.spec.sources for s in shards(stack, "store=json")]
+
+
+def test_jsonl_is_one_shard_per_line_and_proto_the_list_response(stack: Stack) -> None:
+    lines = ok("shards", "list", "-o", "jsonl", "-l", "store=json").stdout.splitlines()
     listed = [json.loads(line) for line in lines]
     assert [s["spec"]["id"] for s in listed] == EXAMPLE_SHARDS[4:]
     assert {s["status"][0]["code"] for s in listed} <= {"PRIMARY", "STANDBY"}
+    assert json_format.Parse(lines[0], cpb.ListResponse.Shard()).spec.id == EXAMPLE_SHARDS[4]
     proto = ok("shards", "list", "-o", "proto", "-l", "store=json").stdout
     resp = text_format.Parse(proto, cpb.ListResponse())
     assert [s.spec.id for s in resp.shards] == EXAMPLE_SHARDS[4:]
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("table", ["ID  Status"]), ("yaml", ["shards: []"]), ("jsonl", []),
+])
+def test_a_selector_matching_nothing_is_an_empty_listing(stack: Stack, output: str,
+                                                        expected: list[str]) -> None:
+    result = ok("shards", "list", "-l", "id=nothing-here", "-o", output)
+
+    assert (result.stdout.splitlines(), result.stderr) == (expected, "")
+    doc = json.loads(ok("shards", "list", "-l", "id=nothing-here", "-o", "json").stdout)
+    assert (doc["status"], doc["shards"]) == ("OK", [])
 
 
 def test_lag_is_the_unread_bytes_of_each_source_and_their_total(stack: Stack) -> None:
@@ -85,7 +124,9 @@ def test_lag_is_the_unread_bytes_of_each_source_and_their_total(stack: Stack) ->
                     "chunks-part-002": f"{CHUNKS}/part-002:0",
                     "chunks-part-003": f"{CHUNKS}/part-003:9", "total": "9"}
     as_json = ok("shards", "list", "--lag", "-o", "json", "-l", "id=chunks-part-003").stdout
-    assert json.loads(as_json)["lag"] == {f"{CHUNKS}/part-003": 9}
+    assert json.loads(as_json)["shards"][0]["lag"] == {f"{CHUNKS}/part-003": 9}
+    as_jsonl = ok("shards", "list", "--lag", "-o", "jsonl", "-l", "id=chunks-part-003").stdout
+    assert json.loads(as_jsonl)["lag"] == {f"{CHUNKS}/part-003": 9}
 
 
 UNREACHABLE = "http://127.0.0.1:9"  # discard port: nothing listens there
@@ -94,8 +135,8 @@ SELECTING = sorted(path for path, cmd in command_tree().items()
                    and any(p.name == "selector" for p in cmd.params))
 
 
-@pytest.mark.parametrize("path", SELECTING)
-def test_a_selector_matching_nothing_exits_3_on_every_shards_command(
+@pytest.mark.parametrize("path", [p for p in SELECTING if p != "gazctl shards list"])
+def test_a_selector_matching_nothing_exits_3_on_every_shards_command_but_list(
         stack: Stack, path: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(capsys, *path.split()[1:], "-l", "id=nothing-here")
     assert (code, out) == (3, "")
@@ -184,12 +225,12 @@ def test_watch_prints_the_listing_again_when_it_changes(stack: Stack, state_home
     try:
         assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())
-        assert first["spec"]["id"] == "watched-000"
+        assert [s["spec"]["id"] for s in first["shards"]] == ["watched-000"]
         ok("shards", "apply", input=shard_yaml("watched-000", revision=-1,
                                                extra="  disable: true\n"))
-        while not (listed := json.loads(proc.stdout.readline()))["spec"].get("disable"):
+        while not (listed := json.loads(proc.stdout.readline()))["shards"][0]["spec"]["disable"]:
             pass  # statuses may change first, as the shard is assigned
-        assert listed["spec"]["id"] == "watched-000"
+        assert list(listed) == ["status", "header", "shards", "extension"]
         assert stop(proc) == 130
     finally:
         if proc.poll() is None:
