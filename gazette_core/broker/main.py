@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
     config = parse_args(args[1:])
-    return run_process("gazette", config.log_level, serve(config))
+    return run_process("gazette", config.log_level, serve(config), config.log_format)
 
 
 if __name__ == "__main__":
