@@ -6,6 +6,9 @@ EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
 
 from __future__ import annotations
 
+# isort: off
+from gazette_core.server import quiet_grpc  # noqa: F401  (first: before gRPC loads)
+# isort: on
 import sys
 
 from gazette_core.broker.config import BrokerConfig, parse_args

@@ -47,6 +47,7 @@ from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.client_auth import CallAuth
+from gazette_core.server.common_flags import etcd_tls
 from gazette_core.server.process import quietly, start_or_undo
 from gazette_core.server.tls import ClientTLS
 
@@ -114,7 +115,7 @@ class ConsumerService:
         """Start everything; a start that fails half-way stops what it started, lease too."""
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, consumer_decoder(self.root),
-            ETCD_CONNECT_TIMEOUT_S)
+            ETCD_CONNECT_TIMEOUT_S, etcd_tls(self.config), self.config.watch_delay)
         await start_or_undo(self._start(), lambda: self.stop(drain_timeout=0))
 
     async def _start(self) -> None:

@@ -6,7 +6,10 @@ config dataclasses carry the fields under the same names.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from gazette_core.server.flags import Duration, Flag
+from gazette_core.server.tls import ClientTLS
 
 
 def service_flags(role: str, env: str) -> list[Flag]:
@@ -33,3 +36,15 @@ ETCD_LOG_FLAGS: list[Flag] = [
      "json (one object a line: level, msg, time and the entry's fields), text (key=value "
      "pairs) or color (text, coloured)"),
 ]
+
+
+class EtcdSettings(Protocol):
+    etcd_cert_file: str
+    etcd_cert_key_file: str
+    etcd_trusted_ca_file: str
+
+
+def etcd_tls(config: EtcdSettings) -> ClientTLS:
+    """The files of `--etcd.cert-file` and friends, for an https Etcd."""
+    return ClientTLS(config.etcd_cert_file, config.etcd_cert_key_file,
+                     config.etcd_trusted_ca_file)
