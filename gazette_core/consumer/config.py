@@ -98,7 +98,8 @@ FLAGS: list[Flag] = [
      "Time between the primary's writes of its recovery-log hints"),
     ("--consumer.auth-keys", "auth_keys", str, "CONSUMER_AUTH_KEYS",
      "Base64 HMAC keys separated by whitespace or commas; the first signs this process's "
-     "requests to brokers and peers, any verifies. Empty: no authorization"),
+     "requests to peers (and to brokers, without --broker.auth-keys), any verifies. Empty: "
+     "no authorization"),
     ("--consumer.server-cert-file", "server_cert_file", str, "CONSUMER_SERVER_CERT_FILE",
      "PEM certificate the server presents (turns on TLS)"),
     ("--consumer.server-cert-key-file", "server_cert_key_file", str,
@@ -114,7 +115,7 @@ FLAGS: list[Flag] = [
     ("--broker.trusted-ca-file", "broker_ca_file", str, "BROKER_TRUSTED_CA_FILE",
      "PEM CA bundle that verifies https brokers (default: the system pool)"),
     ("--broker.auth-token", "broker_auth_token", str, "BROKER_AUTH_TOKEN",
-     "Bearer token for brokers, when --consumer.auth-keys does not sign for them"),
+     "Bearer token for brokers, when no auth keys sign for them"),
     ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
     ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX",
      "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
