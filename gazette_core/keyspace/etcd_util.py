@@ -105,7 +105,7 @@ class TLSClient(aetcd.Client):
     """
 
     def __init__(self, host: str, port: int, credentials: grpc.ChannelCredentials,
-                 options: dict[str, object]) -> None:
+                 options: dict[str, int]) -> None:
         super().__init__(host=host, port=port, options=options)
         self._credentials = credentials
 

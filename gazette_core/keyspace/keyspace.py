@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -266,7 +266,7 @@ class KeySpace:
                 return
             await self._follow_delayed(watch)
 
-    async def _follow_delayed(self, watch: AsyncIterator[rpc.WatchResponse]) -> None:
+    async def _follow_delayed(self, watch: WatchStream) -> None:
         """Apply responses in batches: each waits `watch_delay` for the ones behind it.
 
         A separate task reads the stream, so that no read is ever cut short
