@@ -34,14 +34,14 @@ class AnnouncementConflictError(GazetteError):
 
 
 class Announcement:
-    """Holds `key` = `value` under a lease of `ttl` seconds."""
+    """Holds `key` = `value` under a lease of `ttl` seconds (whole seconds, at least one)."""
 
     def __init__(
         self,
         client: aetcd.Client,
         key: str,
         value: bytes,
-        ttl: int,
+        ttl: float,
         *,
         retry_interval: float = RETRY_INTERVAL,
         on_lost: Callable[[], None] | None = None,
@@ -49,7 +49,8 @@ class Announcement:
         self.client = client
         self.key = key
         self.value = value
-        self.ttl = ttl
+        # Etcd grants leases in whole seconds.
+        self.ttl = max(1, int(ttl))
         self.retry_interval = retry_interval
         self.on_lost = on_lost
         self.mod_revision = 0

@@ -22,10 +22,12 @@ from gazette_core.broker.append_stream import (
     next_request,
     stream_and_commit,
 )
+from gazette_core.broker.append_throttle import AppendThrottle, effective_rate
 from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
+from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.protocol.validate_ext import validate_append_request
 from gazette_core.broker.proxy import proxy_append
 from gazette_core.broker.resolver import Resolution
@@ -48,7 +50,7 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
         raise AppendStreamError("unexpected EOF")
     validate_append_request(first)
     # Before any queueing for the pipeline: an idle client must delay nobody.
-    requests, second = await await_follow_up(requests)
+    requests, second = await await_follow_up(requests, broker.config.min_append_rate > 0)
     # Known before any suspension is written, so that bad input changes nothing.
     content = (first.suspend in NO_CONTENT_MODES and second is not None
                and bool(second.content))
@@ -132,10 +134,27 @@ async def _append_locked(broker: Broker, pln: Pipeline, res: Resolution,
     if step.refuse:
         return pb.AppendResponse(status=step.status, header=res.header)
     await _maybe_roll(pln)
-    outcome = await stream_and_commit(pln, res, first, requests)
+    outcome = await stream_and_commit(pln, res, first, requests, broker.config.min_append_rate,
+                                      _throttle(broker, pln, res))
     if isinstance(outcome, PendingCommit) and step.status != pb.OK:
         outcome.response.status = step.status
     return outcome
+
+
+def _throttle(broker: Broker, pln: Pipeline, res: Resolution) -> AppendThrottle:
+    """The pacing of this append: the journal's rate as its spec says now, capped by the
+    broker's, until the journal's route moves away from the pipeline's."""
+    replica = pln.replica
+    resolver = broker.resolver
+
+    def rate() -> int:
+        return effective_rate(replica.spec.max_append_rate, broker.config.max_append_rate)
+
+    def route_changed() -> bool:
+        current = resolver.route_of(resolver.assignments_of(replica.journal))
+        return not route_equivalent(current, res.route)
+
+    return AppendThrottle(replica.append_bank, rate, route_changed)
 
 
 async def _await_store_health(broker: Broker, res: Resolution) -> pb.AppendResponse | None:

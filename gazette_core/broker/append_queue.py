@@ -62,15 +62,16 @@ async def pipeline_turn(replica: Replica, limit: int) -> AsyncIterator[None]:
         lock.release()
 
 
-async def await_follow_up(requests: AsyncIterator[pb.AppendRequest]
+async def await_follow_up(requests: AsyncIterator[pb.AppendRequest], rate_required: bool = True
                           ) -> tuple[AsyncIterator[pb.AppendRequest], pb.AppendRequest | None]:
     """The message after the first (None at EOF), and the stream replaying it.
 
-    It must arrive within the initial minimum-rate credit, as it would have
-    to once the append holds the pipeline.
+    When a minimum append rate is `rate_required`, it must arrive within the
+    initial minimum-rate credit, as it would have to once the append holds
+    the pipeline.
     """
     try:
-        async with asyncio.timeout(MIN_RATE_CREDIT_S):
+        async with asyncio.timeout(MIN_RATE_CREDIT_S if rate_required else None):
             second = await next_request(requests)
     except TimeoutError:
         raise AppendStreamError(MIN_RATE_REASON) from None

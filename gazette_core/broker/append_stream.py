@@ -4,7 +4,8 @@ Content chunks become uncommitted spool content at every replica; the commit
 proposal makes them visible. Whatever else ends the stream (EOF without the
 commit message, a protocol violation, a stalled or cancelled client) drops
 the uncommitted content everywhere by re-proposing the committed fragment; a
-failed peer aborts the whole pipeline instead.
+failed peer aborts the whole pipeline instead. Chunks are paced to the
+journal's maximum append rate (`append_throttle`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from gazette_core.broker import metrics
+from gazette_core.broker.append_throttle import AppendThrottle
 from gazette_core.broker.pipeline import Acknowledgement, Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
@@ -25,9 +27,9 @@ from gazette_core.errors import GazetteError, ValidationError
 
 _Suspend = pb.AppendRequest
 NO_CONTENT_MODES = (_Suspend.SUSPEND_IF_FLUSHED, _Suspend.SUSPEND_NOW, _Suspend.SUSPEND_KEEP)
-# A client must stream at least this fast once its initial credit is spent, or
-# its append is rolled back (it would otherwise hold the journal's pipeline).
-MIN_APPEND_RATE = 64 * 1024
+# A client must stream at least --broker.min-append-rate bytes a second once
+# this initial credit is spent, or its append is rolled back (it would
+# otherwise hold the journal's pipeline).
 MIN_RATE_CREDIT_S = 1.0
 MIN_RATE_REASON = "client stream didn't sustain the minimum append data rate"
 
@@ -67,19 +69,22 @@ class PendingCommit:
 
 
 async def stream_and_commit(pln: Pipeline, res: Resolution, first: pb.AppendRequest,
-                            requests: AsyncIterator[pb.AppendRequest]
+                            requests: AsyncIterator[pb.AppendRequest], min_rate: int,
+                            throttle: AppendThrottle | None = None
                             ) -> pb.AppendResponse | PendingCommit:
     """Replicate the content and send its commit; anything short of that is rolled back.
 
-    The caller may release the pipeline once this returns a PendingCommit,
-    and awaits its acknowledgements outside of it.
+    The client must stream at `min_rate` bytes a second (0: any rate); the
+    `throttle` paces its chunks. The caller may release the pipeline once
+    this returns a PendingCommit, and awaits its acknowledgements outside of it.
     """
     spool = pln.replica.spool
     begin = spool.fragment.end
     digest = hashlib.sha1()
     ack: Acknowledgement | None = None
     try:
-        outcome = await _stream_content(pln, first, requests, digest)
+        outcome = await _stream_content(pln, first, requests, digest, _MinRate(min_rate),
+                                        throttle)
         if isinstance(outcome, pb.AppendResponse):
             outcome.header.CopyFrom(res.header)
             return outcome
@@ -93,17 +98,17 @@ async def stream_and_commit(pln: Pipeline, res: Resolution, first: pb.AppendRequ
                          compression_codec=spool.fragment.compression_codec)
     return PendingCommit(ack, pb.AppendResponse(
         status=pb.OK, header=res.header, commit=commit, registers=spool.registers,
-        total_chunks=outcome))
+        total_chunks=outcome, delayed_chunks=throttle.delayed if throttle else 0))
 
 
 async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
                           requests: AsyncIterator[pb.AppendRequest],
-                          digest: hashlib._Hash) -> int | pb.AppendResponse:
+                          digest: hashlib._Hash, rate: _MinRate,
+                          throttle: AppendThrottle | None) -> int | pb.AppendResponse:
     """Replicate content chunks until the empty commit message and EOF; the chunk count."""
     chunks = 0
     spool = pln.replica.spool
     writable = may_write(pln.replica.spec)
-    rate = _MinRate()
     try:
         while (req := await rate.next(requests)) is not None:
             _check_follow_up(req)
@@ -113,6 +118,8 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
                 return chunks
             if not writable or first.suspend in NO_CONTENT_MODES:
                 return pb.AppendResponse(status=pb.NOT_ALLOWED)
+            if throttle is not None:
+                rate.pause(await throttle.admit(len(req.content)))
             await pln.scatter(pb.ReplicateRequest(content=req.content,
                                                   content_delta=spool.delta))
             digest.update(req.content)
@@ -141,9 +148,11 @@ class _MinRate:
     is re-armed only when it fires before the deadline, which more content
     received meanwhile pushed back. Only a read in progress is cut short; a
     deadline passed elsewhere ends the next read at once, as a timeout would.
+    A `min_rate` of 0 asks for no rate at all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, min_rate: int) -> None:
+        self.min_rate = min_rate
         self.loop = asyncio.get_running_loop()
         self.start = self.loop.time()
         self.received = 0
@@ -153,10 +162,16 @@ class _MinRate:
         self._reading = self._expired = False
 
     def deadline(self) -> float:
-        return self.start + MIN_RATE_CREDIT_S + self.received / MIN_APPEND_RATE
+        return self.start + MIN_RATE_CREDIT_S + self.received / self.min_rate
+
+    def pause(self, seconds: float) -> None:
+        """Move the deadline back by `seconds` the broker itself held the stream (throttling)."""
+        self.start += seconds
 
     async def next(self, requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:
         assert self._task is not None
+        if self.min_rate <= 0:
+            return await next_request(requests)
         if self._timer is None:
             self._cancelling = self._task.cancelling()
             self._timer = self.loop.call_at(self.deadline(), self._on_timer)

@@ -6,7 +6,8 @@ import socket
 from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks
-from gazette_core.server.flags import Check, Flag, parse_flags
+from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
+from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
 
 @dataclass
@@ -23,7 +24,7 @@ class BrokerConfig:
     max_replication: int = 9
     etcd_address: str = "http://localhost:2379"
     etcd_prefix: str = "/gazette/cluster"
-    etcd_lease: int = 20
+    etcd_lease: float = Duration(20)
     log_level: str = "warn"
     file_only: bool = False
     http_port: int = 8081
@@ -36,13 +37,21 @@ class BrokerConfig:
     peer_ca_file: str = ""
     auto_suspend: bool = False
     # Gazette's per-persist timeout is 5 minutes.
-    persist_on_stop_timeout: float = 300.0
-    http_header_timeout: float = 30.0
-    http_idle_timeout: float = 60.0
-    store_health_sweep: float = 3600.0
+    persist_on_stop_timeout: float = Duration(300)
+    http_header_timeout: float = Duration(30)
+    http_idle_timeout: float = Duration(60)
+    store_health_sweep: float = Duration(3600)
     store_health_limit: int = 1000
     max_append_queue: int = 32
     allow_origin: list[str] = field(default_factory=list)
+    max_grpc_recv_size: int = 4 * 1024 * 1024
+    max_append_rate: int = 0
+    min_append_rate: int = 64 * 1024
+    watch_delay: float = Duration(0.03)
+    etcd_cert_file: str = ""
+    etcd_cert_key_file: str = ""
+    etcd_trusted_ca_file: str = ""
+    log_format: str = "text"
 
     @property
     def suffix(self) -> str:
@@ -69,7 +78,8 @@ FLAGS: list[Flag] = [
      "Cap on the effective replication of any journal"),
     ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
     ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX", "Etcd prefix of the broker cluster"),
-    ("--etcd.lease", "etcd_lease", int, "ETCD_LEASE", "Etcd lease TTL in seconds"),
+    ("--etcd.lease", "etcd_lease", Duration, "ETCD_LEASE_TTL,ETCD_LEASE",
+     "Time-to-live of this process's Etcd lease (at least 1s; a number: seconds)"),
     ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
     ("--broker.file-only", "file_only", bool, "BROKER_FILE_ONLY",
      "Map every fragment store to file:/// under --broker.file-root (development)"),
@@ -92,16 +102,16 @@ FLAGS: list[Flag] = [
      "PEM CA bundle that verifies peer brokers (default: the system pool)"),
     ("--broker.auto-suspend", "auto_suspend", bool, "BROKER_AUTO_SUSPEND",
      "Suspend journals whose pulse saw no change for 15 intervals"),
-    ("--broker.persist-on-stop-timeout", "persist_on_stop_timeout", float,
+    ("--broker.persist-on-stop-timeout", "persist_on_stop_timeout", Duration,
      "BROKER_PERSIST_ON_STOP_TIMEOUT",
-     "Seconds a stopping broker keeps trying to persist its spools before it exits"),
-    ("--broker.http-header-timeout", "http_header_timeout", float, "BROKER_HTTP_HEADER_TIMEOUT",
-     "Seconds an HTTP connection may take to send a request head, counted from its opening "
+     "How long a stopping broker keeps trying to persist its spools before it exits"),
+    ("--broker.http-header-timeout", "http_header_timeout", Duration, "BROKER_HTTP_HEADER_TIMEOUT",
+     "How long an HTTP connection may take to send a request head, counted from its opening "
      "or its previous response; idle connections close after it"),
-    ("--broker.http-idle-timeout", "http_idle_timeout", float, "BROKER_HTTP_IDLE_TIMEOUT",
-     "Seconds an HTTP request body may send nothing before it is refused (408)"),
-    ("--broker.store-health-sweep", "store_health_sweep", float, "BROKER_STORE_HEALTH_SWEEP",
-     "Seconds between sweeps that stop store health checkers unused since the last sweep"),
+    ("--broker.http-idle-timeout", "http_idle_timeout", Duration, "BROKER_HTTP_IDLE_TIMEOUT",
+     "How long an HTTP request body may send nothing before it is refused (408)"),
+    ("--broker.store-health-sweep", "store_health_sweep", Duration, "BROKER_STORE_HEALTH_SWEEP",
+     "Time between sweeps that stop store health checkers unused since the last sweep"),
     ("--broker.store-health-limit", "store_health_limit", int, "BROKER_STORE_HEALTH_LIMIT",
      "Most store health checkers at once; FragmentStoreHealth for another store is refused"),
     ("--broker.max-append-queue", "max_append_queue", int, "BROKER_MAX_APPEND_QUEUE",
@@ -110,11 +120,19 @@ FLAGS: list[Flag] = [
     ("--broker.allow-origin", "allow_origin", list, "BROKER_ALLOW_ORIGIN",
      "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
      "repeatable (the environment variable separates several by commas or spaces)"),
+    *service_flags("broker", "BROKER"),
+    ("--broker.max-append-rate", "max_append_rate", int, "BROKER_MAX_APPEND_RATE",
+     "Bytes per second at most appended to any one journal; it also caps each journal's "
+     "own max_append_rate (0: no cap)"),
+    ("--broker.min-append-rate", "min_append_rate", int, "BROKER_MIN_APPEND_RATE",
+     "Bytes per second a client must sustain while it streams an append, after a first "
+     "second of grace, or the append is aborted (0: no minimum)"),
+    *ETCD_LOG_FLAGS,
 ]
 
 
 POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_idle_timeout",
-                      "store_health_sweep", "store_health_limit"})
+                      "store_health_sweep", "store_health_limit", "etcd_lease"})
 
 
 CHECKS: dict[str, Check] = {
@@ -123,6 +141,8 @@ CHECKS: dict[str, Check] = {
     "etcd_prefix": lambda v: flag_checks.etcd_prefix(v) if v else "must not be empty",
     "file_root": flag_checks.directory, "spool_dir": flag_checks.directory,
     "auth_keys": flag_checks.auth_keys,
+    **flag_checks.COMMON,
+    "max_append_rate": flag_checks.not_negative, "min_append_rate": flag_checks.not_negative,
 }
 
 

@@ -6,6 +6,9 @@ EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
 
 from __future__ import annotations
 
+# isort: off
+from gazette_core.server import quiet_grpc  # noqa: F401  (first: before gRPC loads)
+# isort: on
 import sys
 
 from gazette_core.broker.config import BrokerConfig, parse_args
@@ -41,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
     config = parse_args(args[1:])
-    return run_process("gazette", config.log_level, serve(config))
+    return run_process("gazette", config.log_level, serve(config), config.log_format)
 
 
 if __name__ == "__main__":

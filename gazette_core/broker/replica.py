@@ -14,6 +14,7 @@ import functools
 import logging
 import time
 
+from gazette_core.broker.append_throttle import RateBank
 from gazette_core.broker.fragment.index import FragmentIndex
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.fragment.spool import Spool
@@ -54,6 +55,8 @@ class Replica:
         # Appends queued for pipeline_lock (append_queue caps them).
         self.pipeline_waiting = 0
         self.pipeline: Pipeline | None = None
+        # The journal's bank of append bytes, drawn on by appends it takes as primary.
+        self.append_bank = RateBank()
         # Whether this broker last acted as the journal's primary: primaries persist
         # rolled spools at once, replicas only later, as a safety net.
         self.primary = False

@@ -42,6 +42,7 @@ from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server import backlog
+from gazette_core.server.common_flags import etcd_tls
 from gazette_core.server.listen import binding, check_bindable
 from gazette_core.server.process import quietly, start_or_undo
 from gazette_core.server.tolerant_decoding import add_tolerant
@@ -52,14 +53,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_RECV = 4 * 1024 * 1024
 ETCD_CONNECT_TIMEOUT_S = 10.0
 # How long a stopping broker waits for the allocator to move its journals away.
 DRAIN_TIMEOUT_S = 60.0
 # Draining stops early once no journal has moved away for this long.
 DRAIN_STALL_S = 5.0
-GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
-                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+# The largest message received is --broker.max-grpc-recv-size.
+GRPC_OPTIONS = [("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
 
 
@@ -117,7 +117,7 @@ class Broker:
         """Start everything; a start that fails half-way stops what it started, lease too."""
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, broker_decoder(self.root),
-            ETCD_CONNECT_TIMEOUT_S)
+            ETCD_CONNECT_TIMEOUT_S, etcd_tls(self.config), self.config.watch_delay)
         await start_or_undo(self._start(), lambda: self.stop(drain_timeout=0))
 
     async def _start(self) -> None:
@@ -127,7 +127,9 @@ class Broker:
         self.keyspace.observers.append(self.resolver.on_keyspace_update)
         self.persister.start()
         self.server = grpc.aio.server(
-            options=[*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()],
+            options=[*GRPC_OPTIONS,
+                     ("grpc.max_receive_message_length", self.config.max_grpc_recv_size),
+                     *keepalive.server_options(), *backlog.server_options()],
             interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         add_tolerant(pb_grpc.add_JournalServicer_to_server, JournalServicer(self), self.server)
         host = self.config.host or "0.0.0.0"

@@ -10,7 +10,8 @@ import socket
 from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks
-from gazette_core.server.flags import Check, Flag, parse_flags
+from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
+from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
 # Gazette's consumer groups live under this prefix, followed by the application's name.
 PREFIX_BASE = "/gazette/consumers/"
@@ -25,11 +26,11 @@ class ConsumerConfig:
     port: int = 8080
     zone: str = "local"
     id: str = ""
-    limit: int = 1024
+    limit: int = 32
     max_hot_standbys: int = 3
     http_port: int = 8081
     data_dir: str = ""
-    hint_interval: float = 300.0
+    hint_interval: float = Duration(300)
     auth_keys: str = ""
     server_cert_file: str = ""
     server_cert_key_file: str = ""
@@ -41,9 +42,22 @@ class ConsumerConfig:
     broker_auth_token: str = ""
     etcd_address: str = "http://localhost:2379"
     etcd_prefix: str = ""
-    etcd_lease: int = 20
+    etcd_lease: float = Duration(20)
     log_level: str = "warn"
     allow_origin: list[str] = field(default_factory=list)
+    max_grpc_recv_size: int = 4 * 1024 * 1024
+    watch_delay: float = Duration(0.03)
+    peer_cert_file: str = ""
+    peer_cert_key_file: str = ""
+    peer_ca_file: str = ""
+    broker_auth_keys: str = ""
+    broker_cache_size: int = 0
+    broker_cache_ttl: float = Duration(60)
+    broker_file_root: str = ""
+    etcd_cert_file: str = ""
+    etcd_cert_key_file: str = ""
+    etcd_trusted_ca_file: str = ""
+    log_format: str = "text"
 
     @property
     def suffix(self) -> str:
@@ -81,11 +95,12 @@ FLAGS: list[Flag] = [
      "Port of /metrics and the application's HTTP routes (0: any free port, -1: none)"),
     ("--consumer.data-dir", "data_dir", str, "CONSUMER_DATA_DIR",
      "Directory of the shards' local stores (default: the system temp directory)"),
-    ("--consumer.hint-interval", "hint_interval", float, "CONSUMER_HINT_INTERVAL",
-     "Seconds between the primary's writes of its recovery-log hints"),
+    ("--consumer.hint-interval", "hint_interval", Duration, "CONSUMER_HINT_INTERVAL",
+     "Time between the primary's writes of its recovery-log hints"),
     ("--consumer.auth-keys", "auth_keys", str, "CONSUMER_AUTH_KEYS",
      "Base64 HMAC keys separated by whitespace or commas; the first signs this process's "
-     "requests to brokers and peers, any verifies. Empty: no authorization"),
+     "requests to peers (and to brokers, without --broker.auth-keys), any verifies. Empty: "
+     "no authorization"),
     ("--consumer.server-cert-file", "server_cert_file", str, "CONSUMER_SERVER_CERT_FILE",
      "PEM certificate the server presents (turns on TLS)"),
     ("--consumer.server-cert-key-file", "server_cert_key_file", str,
@@ -101,15 +116,38 @@ FLAGS: list[Flag] = [
     ("--broker.trusted-ca-file", "broker_ca_file", str, "BROKER_TRUSTED_CA_FILE",
      "PEM CA bundle that verifies https brokers (default: the system pool)"),
     ("--broker.auth-token", "broker_auth_token", str, "BROKER_AUTH_TOKEN",
-     "Bearer token for brokers, when --consumer.auth-keys does not sign for them"),
+     "Bearer token for brokers, when no auth keys sign for them"),
     ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
     ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX",
      "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
-    ("--etcd.lease", "etcd_lease", int, "ETCD_LEASE", "Etcd lease TTL in seconds"),
+    ("--etcd.lease", "etcd_lease", Duration, "ETCD_LEASE_TTL,ETCD_LEASE",
+     "Time-to-live of this process's Etcd lease (at least 1s; a number: seconds)"),
     ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
     ("--consumer.allow-origin", "allow_origin", list, "CONSUMER_ALLOW_ORIGIN",
      "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
      "repeatable (the environment variable separates several by commas or spaces)"),
+    *service_flags("consumer", "CONSUMER"),
+    ("--consumer.peer-cert-file", "peer_cert_file", str, "CONSUMER_PEER_CERT_FILE",
+     "PEM certificate presented to other consumers of the group (e.g. proxying Shard API "
+     "calls to a shard's primary; default: --broker.cert-file)"),
+    ("--consumer.peer-cert-key-file", "peer_cert_key_file", str, "CONSUMER_PEER_CERT_KEY_FILE",
+     "PEM key of --consumer.peer-cert-file"),
+    ("--consumer.peer-ca-file", "peer_ca_file", str, "CONSUMER_PEER_CA_FILE",
+     "PEM CA bundle that verifies other consumers (default: --broker.trusted-ca-file, else "
+     "the system pool)"),
+    ("--broker.auth-keys", "broker_auth_keys", str, "BROKER_AUTH_KEYS",
+     "Base64 HMAC keys whose first signs this process's requests to brokers (default: "
+     "--consumer.auth-keys)"),
+    ("--broker.cache.size", "broker_cache_size", int, "BROKER_CACHE_SIZE",
+     "Journal routes remembered, so calls go straight to a journal's brokers and reads "
+     "take persisted fragments from their stores (0: none; every call goes through "
+     "--broker.address)"),
+    ("--broker.cache.ttl", "broker_cache_ttl", Duration, "BROKER_CACHE_TTL",
+     "How long a remembered journal route is used"),
+    ("--broker.file-root", "broker_file_root", str, "BROKER_FILE_ROOT",
+     "The brokers' --broker.file-root as mounted here: file:// fragments are read from it "
+     "directly (with --broker.cache.size)"),
+    *ETCD_LOG_FLAGS,
 ]
 
 POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})
@@ -119,6 +157,9 @@ CHECKS: dict[str, Check] = {
     "etcd_address": flag_checks.etcd_address, "broker_address": flag_checks.broker_address,
     "data_dir": flag_checks.directory,
     "auth_keys": flag_checks.auth_keys,
+    **flag_checks.COMMON,
+    "broker_auth_keys": flag_checks.auth_keys, "broker_cache_size": flag_checks.not_negative,
+    "broker_cache_ttl": flag_checks.not_negative,
 }
 
 

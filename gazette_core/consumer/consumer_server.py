@@ -34,9 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_RECV = 4 * 1024 * 1024
-GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_RECV),
-                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+# The largest message received is --consumer.max-grpc-recv-size.
+GRPC_OPTIONS = [("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0)]
 
 
@@ -62,7 +61,8 @@ class ConsumerServer:
         config = self.service.config
         interceptors = [AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
                                                     **SHARD_CAPABILITIES})] if self.keys else []
-        options = [*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()]
+        options = [*GRPC_OPTIONS, ("grpc.max_receive_message_length", config.max_grpc_recv_size),
+                   *keepalive.server_options(), *backlog.server_options()]
         self.grpc = grpc.aio.server(options=options, interceptors=interceptors)
         add_shard_servicer(self.grpc, self.service)
         if config.http_port >= 0:

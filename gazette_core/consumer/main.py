@@ -66,6 +66,6 @@ def main(argv: list[str]) -> int:
         print("gazette consumer: --app (or $CONSUMER_APP) is required: package.module:Attr",
               file=sys.stderr)
         return 2
-    return run_process("gazette consumer", config.log_level, serve(config))
+    return run_process("gazette consumer", config.log_level, serve(config), config.log_format)
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -47,8 +47,9 @@ from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server.client_auth import CallAuth
+from gazette_core.server.common_flags import etcd_tls
 from gazette_core.server.process import quietly, start_or_undo
-from gazette_core.server.tls import ClientTLS
+from gazette_core.server.tls import ClientTLS, client_credentials
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -75,15 +76,22 @@ class ConsumerService:
         self.root = config.root
         _check_identity(self.process_id)
         self.server = ConsumerServer(self)  # bad auth keys or TLS files fail here
+        broker_tls = ClientTLS(config.broker_cert_file, config.broker_cert_key_file,
+                               config.broker_ca_file)
         self.client_config = keepalive.peer_config(
-            ClientTLS(config.broker_cert_file, config.broker_cert_key_file,
-                      config.broker_ca_file),
+            broker_tls, CallAuth.from_settings(config.broker_auth_keys or config.auth_keys,
+                                               config.broker_auth_token))
+        self.peer_config = keepalive.peer_config(
+            peer_tls(config, broker_tls),
             CallAuth.from_settings(config.auth_keys, config.broker_auth_token))
-        # Peers (other consumers) are dialed as brokers are: same TLS files and keys.
-        self.peer_config = self.client_config
         # All listed brokers: the Router's default calls go to a live one (failover.py).
-        self.journals = Router(config.broker_address, zone=config.zone,
-                               connect=self._broker_stub)
+        # With a route cache, calls go straight to a journal's brokers, and reads take
+        # persisted fragments from their stores (file:// ones under --broker.file-root).
+        cache = config.broker_cache_size
+        self.journals = Router(config.broker_address, zone=config.zone, capacity=cache,
+                               ttl=config.broker_cache_ttl, connect=self._broker_stub,
+                               direct_reads=cache > 0,
+                               file_root=config.broker_file_root or None)
         self.etcd: aetcd.Client
         self.keyspace: KeySpace
         self.resolver: ShardResolver
@@ -114,7 +122,7 @@ class ConsumerService:
         """Start everything; a start that fails half-way stops what it started, lease too."""
         self.etcd, self.keyspace = await connect_loaded(
             self.config.etcd_address, self.root, consumer_decoder(self.root),
-            ETCD_CONNECT_TIMEOUT_S)
+            ETCD_CONNECT_TIMEOUT_S, etcd_tls(self.config), self.config.watch_delay)
         await start_or_undo(self._start(), lambda: self.stop(drain_timeout=0))
 
     async def _start(self) -> None:
@@ -276,6 +284,18 @@ class ConsumerService:
                    and kv.decoded.shard_limit > 0
                    and kv.decoded.process_spec.id != self.process_id
                    for kv in self.keyspace.prefixed(f"{self.root}/members/"))
+
+
+def peer_tls(config: ConsumerConfig, broker_tls: ClientTLS) -> ClientTLS:
+    """TLS files for calls to other consumers: --consumer.peer-*, else the brokers' files.
+
+    Files that cannot be used fail here, before the process starts.
+    """
+    tls = ClientTLS(config.peer_cert_file, config.peer_cert_key_file, config.peer_ca_file)
+    if tls == ClientTLS():
+        return broker_tls
+    client_credentials(tls)
+    return tls
 
 
 def _check_identity(process_id: pb.ProcessSpec.ID) -> None:

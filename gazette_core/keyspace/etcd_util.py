@@ -3,6 +3,9 @@
 aetcd's high-level calls drop the ResponseHeader (cluster id, revision, raft
 term), which brokers must echo in their own headers, so transactions and
 ranges here go through the low-level stubs and return raw responses.
+
+An `https://` endpoint is dialed over TLS (`--etcd.cert-file` and friends),
+which aetcd's own client cannot do: `TLSClient` is that client on a secure channel.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from urllib.parse import urlsplit
 import aetcd
 import grpc
 from aetcd import rpc
+from aetcd.watcher import Watcher
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import UnavailableError
+from gazette_core.server.tls import ClientTLS, client_credentials
 
 DEFAULT_ETCD_PORT = 2379
 # Etcd's default --max-txn-ops: the most compares, and the most operations, one
@@ -76,22 +81,63 @@ def _key(key: str | bytes) -> bytes:
 
 
 def host_port(endpoint: str) -> tuple[str, int]:
-    """The host and port of an etcd endpoint like "http://127.0.0.1:2379"; ValueError if bad."""
+    """The host and port of an etcd endpoint like "http://127.0.0.1:2379"; ValueError if bad.
+
+    The scheme is http or https.
+    """
     try:
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
         port = parts.port
     except ValueError as exc:  # an unclosed "[", a port out of range
         raise ValueError(f"unsupported etcd endpoint {endpoint!r} ({exc}; want "
-                         "http://host:port)") from None
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"unsupported etcd endpoint {endpoint!r} (want http://host:port)")
+                         "http://host:port or https://host:port)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"unsupported etcd endpoint {endpoint!r} (want http://host:port "
+                         "or https://host:port)")
     return parts.hostname, port or DEFAULT_ETCD_PORT
 
 
-async def connect(endpoint: str) -> aetcd.Client:
-    """A connected client for an endpoint like "http://127.0.0.1:2379"."""
+class TLSClient(aetcd.Client):
+    """An aetcd client whose channel is secured by `credentials`.
+
+    aetcd dials plaintext only; this makes the same stubs on a TLS channel.
+    Username and password authentication (unused here) is not supported.
+    """
+
+    def __init__(self, host: str, port: int, credentials: grpc.ChannelCredentials,
+                 options: dict[str, int]) -> None:
+        super().__init__(host=host, port=port, options=options)
+        self._credentials = credentials
+
+    async def connect(self) -> None:
+        if self._connected.is_set():
+            return
+        # Nothing here awaits, so no other task can be half-way through connecting.
+        self.channel = grpc.aio.secure_channel(f"{self._host}:{self._port}", self._credentials,
+                                               options=list(self._options.items()))
+        self.kvstub = rpc.KVStub(self.channel)
+        self.clusterstub = rpc.ClusterStub(self.channel)
+        self.leasestub = rpc.LeaseStub(self.channel)
+        self.maintenancestub = rpc.MaintenanceStub(self.channel)
+        self._watcher = Watcher(rpc.WatchStub(self.channel), timeout=self._timeout,
+                                metadata=self.metadata)
+        self._connected.set()
+
+
+def new_client(endpoint: str, tls: ClientTLS | None = None) -> aetcd.Client:
+    """An unconnected client of `endpoint`: over TLS (with `tls`'s files) when it is https.
+
+    Certificate files that cannot be read raise TLSConfigError.
+    """
     host, port = host_port(endpoint)
-    client = aetcd.Client(host=host, port=port, options=CHANNEL_OPTIONS)
+    if urlsplit(endpoint).scheme != "https":
+        return aetcd.Client(host=host, port=port, options=CHANNEL_OPTIONS)
+    return TLSClient(host, port, client_credentials(tls or ClientTLS()), CHANNEL_OPTIONS)
+
+
+async def connect(endpoint: str, tls: ClientTLS | None = None) -> aetcd.Client:
+    """A connected client for an endpoint like "http://127.0.0.1:2379" (see `new_client`)."""
+    client = new_client(endpoint, tls)
     with reaching_etcd():
         await client.connect()
     return client

@@ -4,6 +4,11 @@ It loads the prefix with one Range, then follows a Watch from the next
 revision, applying events in order. Readers see a consistent snapshot between
 awaits (updates are applied synchronously on the event loop) and can wait for
 a revision, e.g. one returned by their own transaction.
+
+With a `watch_delay`, watch responses are held that long after the first of
+them arrives and then applied together, with one notification of observers:
+a burst of changes (an allocator's many assignments, say) costs observers
+one pass instead of one each.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, UnavailableError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.watch import WatchStream
+from gazette_core.server.tls import ClientTLS
 from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
@@ -55,10 +61,12 @@ class KeyValue:
 class KeySpace:
     """Mirror of the keys under `root`, decoded by `decode(key, value)`."""
 
-    def __init__(self, client: aetcd.Client, root: str, decode: Decoder) -> None:
+    def __init__(self, client: aetcd.Client, root: str, decode: Decoder,
+                 watch_delay: float = 0.0) -> None:
         self.client = client
         self.root = root
         self._decode = decode
+        self.watch_delay = watch_delay
         self._keys: list[str] = []
         self._kvs: dict[str, KeyValue] = {}
         self.header = pb.Header.Etcd()
@@ -179,8 +187,15 @@ class KeySpace:
             lease=kv.lease,
         )
 
-    def _apply(self, resp: rpc.WatchResponse) -> None:
-        """Apply one watch response's events, then advance the header."""
+    def _apply(self, resp: rpc.WatchResponse) -> bool:
+        """Apply one watch response's events, then advance the header; whether anything changed.
+
+        Its caller notifies observers of changes.
+        """
+        if resp.created:
+            # Its header revision may run ahead of catch-up events not yet sent.
+            self._set_header(resp.header, 0)
+            return False
         for event in resp.events:
             if event.kv.mod_revision <= self._floor:
                 continue
@@ -200,8 +215,7 @@ class KeySpace:
         reached = resp.events[-1].kv.mod_revision if resp.events else resp.header.revision
         before = self.revision
         self._set_header(resp.header, reached)
-        if resp.events or self.revision != before:
-            self._notify()
+        return bool(resp.events) or self.revision != before
 
     def _set_header(self, hdr: rpc.ResponseHeader, revision: int) -> None:
         self.header = pb.Header.Etcd(
@@ -245,12 +259,52 @@ class KeySpace:
     async def _follow(self) -> None:
         """Watch from the next revision until the stream fails or is compacted."""
         async with WatchStream(self.client, self.root, self.revision + 1) as watch:
-            async for resp in watch:
-                if resp.created:
-                    # Its header revision may run ahead of catch-up events not yet sent.
-                    self._set_header(resp.header, 0)
-                else:
-                    self._apply(resp)
+            if self.watch_delay <= 0:
+                async for resp in watch:
+                    if self._apply(resp):
+                        self._notify()
+                return
+            await self._follow_delayed(watch)
+
+    async def _follow_delayed(self, watch: WatchStream) -> None:
+        """Apply responses in batches: each waits `watch_delay` for the ones behind it.
+
+        A separate task reads the stream, so that no read is ever cut short
+        (which would end the RPC); a failure of the stream is raised once the
+        responses before it are applied.
+        """
+        queue: asyncio.Queue[rpc.WatchResponse | Exception] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for resp in watch:
+                    queue.put_nowait(resp)
+            except Exception as exc:
+                queue.put_nowait(exc)
+
+        reader = asyncio.create_task(pump(), name=f"keyspace watch {self.root}")
+        try:
+            while True:
+                batch = [await queue.get()]
+                await asyncio.sleep(self.watch_delay)
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                self._apply_batch(batch)
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    def _apply_batch(self, batch: list[rpc.WatchResponse | Exception]) -> None:
+        """Apply the responses in order with one notification; raise a failure among them."""
+        changed = False
+        try:
+            for item in batch:
+                if isinstance(item, Exception):
+                    raise item
+                changed = self._apply(item) or changed
+        finally:
+            if changed:
+                self._notify()
 
 
 def _key_str(key: bytes) -> str:
@@ -258,15 +312,18 @@ def _key_str(key: bytes) -> str:
     return key.decode(errors="surrogateescape")
 
 
-async def connect_loaded(address: str, root: str, decode: Decoder, timeout: float = 10.0
+async def connect_loaded(address: str, root: str, decode: Decoder, timeout: float = 10.0,
+                         tls: ClientTLS | None = None, watch_delay: float = 0.0
                          ) -> tuple[aetcd.Client, KeySpace]:
     """A client of the etcd at `address` and a KeySpace of `root` loaded from it.
 
     Fails within `timeout` with an UnavailableError naming the address, so a
-    process pointed at the wrong etcd says so instead of hanging.
+    process pointed at the wrong etcd says so instead of hanging. `tls` holds
+    the files for an https address; the KeySpace applies changes after
+    `watch_delay`.
     """
-    client = await etcd_util.connect(address)
-    keyspace = KeySpace(client, root, decode)
+    client = await etcd_util.connect(address, tls)
+    keyspace = KeySpace(client, root, decode, watch_delay)
     try:
         async with asyncio.timeout(timeout):
             await keyspace.load()

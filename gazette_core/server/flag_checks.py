@@ -8,6 +8,8 @@ an unknown log level read as `warn`) or fail only later, deep in start-up.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from gazette_core.broker.client.channel import endpoints_of
 from gazette_core.errors import GazetteError
@@ -16,6 +18,9 @@ from gazette_core.server.auth import parse_keys
 from gazette_core.server.process import LEVELS
 
 MAX_PORT = 65535
+# gRPC keeps message sizes in a signed 32-bit integer.
+MAX_GRPC_MESSAGE = 2**31 - 1
+LOG_FORMATS = ("json", "text", "color")
 
 
 def port(value: int) -> str | None:
@@ -74,3 +79,29 @@ def auth_keys(value: str) -> str | None:
     except GazetteError as exc:
         return str(exc)
     return None
+
+
+def not_negative(value: float) -> str | None:
+    return None if value >= 0 else "must not be negative"
+
+
+def lease(value: float) -> str | None:
+    """An Etcd lease time-to-live: Etcd grants whole seconds, at least one."""
+    return None if value >= 1 else "an Etcd lease lasts at least 1s"
+
+
+def grpc_message_size(value: int) -> str | None:
+    if 0 < value <= MAX_GRPC_MESSAGE:
+        return None
+    return f"not a gRPC message size (1 to {MAX_GRPC_MESSAGE} bytes)"
+
+
+def log_format(value: str) -> str | None:
+    return None if value in LOG_FORMATS else f"unknown log format ({', '.join(LOG_FORMATS)})"
+
+
+# Checks of the flags in common_flags, and of --etcd.lease.
+COMMON: dict[str, Callable[[Any], str | None]] = {
+    "etcd_lease": lease, "watch_delay": not_negative,
+    "max_grpc_recv_size": grpc_message_size, "log_format": log_format,
+}

@@ -1,10 +1,11 @@
 """What broker and consumer processes share as programs: logging, exit statuses, errors.
 
 `run_process` runs a server coroutine to its end and turns the ways it ends
-into one line on stderr and an exit status: 0 stopped by a signal, 1 failed,
-EXIT_LEASE_LOST (75, EX_TEMPFAIL) when its Etcd lease was lost and a
-supervisor should simply restart it. `quietly` runs one step of stopping
-such a process.
+into one line on stderr (a JSON entry with --log.format json) and an exit
+status: 0 stopped by a signal, 1 failed, EXIT_LEASE_LOST (75, EX_TEMPFAIL)
+when its Etcd lease was lost and a supervisor should simply restart it. The
+reason of a failure also goes to the termination log (termination.py).
+`quietly` runs one step of stopping such a process.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from gazette_core.errors import GazetteError, with_type
+from gazette_core.server import log_format, termination
 from gazette_core.server.statuses import describe
 
 LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
@@ -56,7 +57,8 @@ async def serve_until_stopped(server: Server, name: str, lost: str) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()  # raises GazetteError with a clear message when it cannot
-        print(f"{name} serving at {server.endpoint}", file=sys.stderr, flush=True)
+        log_format.say(logging.INFO, f"{name} serving at {server.endpoint}",
+                       endpoint=server.endpoint)
         waits = [asyncio.create_task(server.lease_lost.wait()),
                  asyncio.create_task(stop.wait())]
         try:
@@ -92,20 +94,24 @@ async def quietly(what: str, step: Awaitable[Any]) -> None:
         log.warning("%s failed: %s", what, describe(exc))
 
 
-def run_process(prog: str, log_level: str, serve: Coroutine[Any, Any, None]) -> int:
-    """Run `serve` with logging at `log_level`; the process's exit status."""
-    logging.basicConfig(level=LEVELS.get(log_level.lower(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def run_process(prog: str, log_level: str, serve: Coroutine[Any, Any, None],
+                log_format_name: str = "text") -> int:
+    """Run `serve` with logging at `log_level` in `log_format_name`; the exit status."""
+    log_format.configure(LEVELS.get(log_level.lower(), logging.WARNING), log_format_name)
     try:
         asyncio.run(serve)
     except LeaseLostExit as exc:
-        print(f"gazette: {exc}", file=sys.stderr)
-        return EXIT_LEASE_LOST
+        return _exit(EXIT_LEASE_LOST, "gazette", str(exc))
     except GazetteError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 1
+        return _exit(1, prog, str(exc))
     except Exception as exc:  # a failure nobody foresaw: still one line; the trace at debug
         log.debug("%s failed", prog, exc_info=exc)
-        print(f"{prog}: {with_type(exc)} (--log.level debug shows where)", file=sys.stderr)
-        return 1
+        return _exit(1, prog, f"{with_type(exc)} (--log.level debug shows where)")
     return 0
+
+
+def _exit(status: int, prog: str, reason: str) -> int:
+    """Say why the process ends, on stderr and in the termination log; `status`."""
+    termination.record(reason)
+    log_format.say(logging.CRITICAL, reason, plain=f"{prog}: {reason}", exit_status=status)
+    return status

@@ -2,6 +2,8 @@
 
 Each server gets its own temporary data directory and free client and peer
 ports, so several can run side by side and nothing leaks between sessions.
+Given `EtcdTLS` files it serves https and requires client certificates its CA
+signed; its health is then checked on a separate plain-http metrics port.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -63,12 +66,24 @@ def _bindable(port: int) -> bool:
         return True
 
 
+@dataclass(frozen=True)
+class EtcdTLS:
+    """PEM files of an etcd serving https: its certificate and key, and the CA of its clients."""
+
+    cert_file: str
+    key_file: str
+    client_ca_file: str
+
+
 class EtcdServer:
     """An etcd subprocess serving on `endpoint` until `stop()`."""
 
-    def __init__(self, binary: str = ETCD_BINARY, start_timeout: float = 30.0) -> None:
+    def __init__(self, binary: str = ETCD_BINARY, start_timeout: float = 30.0,
+                 tls: EtcdTLS | None = None) -> None:
         self._binary = binary
         self._start_timeout = start_timeout
+        self._tls = tls
+        self.metrics_port = 0
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Path | None = None
@@ -77,8 +92,8 @@ class EtcdServer:
 
     @property
     def endpoint(self) -> str:
-        """Client URL, e.g. "http://127.0.0.1:23790"."""
-        return f"http://{HOST}:{self.client_port}"
+        """Client URL, e.g. "http://127.0.0.1:23790" (https with TLS)."""
+        return f"{'https' if self._tls else 'http'}://{HOST}:{self.client_port}"
 
     @property
     def pid(self) -> int:
@@ -91,6 +106,8 @@ class EtcdServer:
         self._dir = Path(tempfile.mkdtemp(prefix="gazette-etcd-"))
         self._log = self._dir / "etcd.log"
         self.client_port, self.peer_port = free_port(), free_port()
+        if self._tls is not None:
+            self.metrics_port = free_port()
         self._launch()
         return self
 
@@ -114,6 +131,10 @@ class EtcdServer:
             "--initial-cluster", f"gazette-test={peer}",
             "--initial-cluster-state", "new",  # ignored once the data dir holds a member
         ]
+        if self._tls is not None:
+            args += ["--client-cert-auth", "--trusted-ca-file", self._tls.client_ca_file,
+                     "--cert-file", self._tls.cert_file, "--key-file", self._tls.key_file,
+                     "--listen-metrics-urls", self._health_base()]
         # etcd logs to stderr; keep it in the data dir so start failures can quote it.
         with open(self._log, "ab") as log:
             self._proc = subprocess.Popen(
@@ -142,10 +163,13 @@ class EtcdServer:
 
     def _healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=1.0) as resp:
+            with urllib.request.urlopen(f"{self._health_base()}/health", timeout=1.0) as resp:
                 return b'"true"' in resp.read()
         except (urllib.error.URLError, OSError):
             return False
+
+    def _health_base(self) -> str:
+        return f"http://{HOST}:{self.metrics_port}" if self._tls else self.endpoint
 
     def _log_tail(self) -> str:
         if self._log is None or not self._log.exists():

@@ -49,9 +49,10 @@ def test_builders() -> None:
 
 async def test_connect_rejects_other_schemes() -> None:
     with pytest.raises(ValueError) as err:
-        await eu.connect("https://127.0.0.1:1")
+        await eu.connect("unix://127.0.0.1:1")
     assert str(err.value) == (
-        "unsupported etcd endpoint 'https://127.0.0.1:1' (want http://host:port)"
+        "unsupported etcd endpoint 'unix://127.0.0.1:1' (want http://host:port or "
+        "https://host:port)"
     )
 
 

@@ -91,6 +91,38 @@ async def test_watch_applies_puts_and_deletes_in_order(etcd: aetcd.Client) -> No
     assert ks.get("/ks/x") is None
 
 
+async def _observed_burst(etcd: aetcd.Client, watch_delay: float
+                          ) -> tuple[list[list[tuple[str, object, int]]], list[int]]:
+    """What observers saw of five quick writes, and the writes' revisions."""
+    ks = KeySpace(etcd, ROOT, decode, watch_delay=watch_delay)
+    seen: list[list[tuple[str, object, int]]] = []
+    ks.observers.append(lambda: seen.append(snapshot(ks)))
+    await ks.load()
+    ks.start()
+    try:
+        await until_watched(ks, await put(etcd, "/ks/sentinel", b"s"))
+        await until_watched(ks, await delete(etcd, "/ks/sentinel"))
+        seen.clear()
+        revisions = [await put(etcd, f"/ks/{i}", str(i).encode()) for i in range(5)]
+        await until_watched(ks, revisions[-1])
+    finally:
+        await ks.stop()
+    return seen, revisions
+
+
+async def test_a_burst_within_the_watch_delay_is_applied_as_one_update(
+        etcd: aetcd.Client) -> None:
+    # A generous delay: the five writes land well within it.
+    seen, revisions = await _observed_burst(etcd, watch_delay=2.0)
+    assert seen == [[(f"/ks/{i}", str(i), revisions[i]) for i in range(5)]]
+
+
+async def test_no_watch_delay_applies_each_change_as_it_comes(etcd: aetcd.Client) -> None:
+    seen, revisions = await _observed_burst(etcd, watch_delay=0)
+    assert seen == [[(f"/ks/{i}", str(i), revisions[i]) for i in range(n + 1)]
+                    for n in range(5)]
+
+
 async def test_watched_entry_metadata(etcd: aetcd.Client) -> None:
     async with KeySpace(etcd, ROOT, decode) as ks:
         lease = await etcd.lease(30)

@@ -8,7 +8,10 @@ non-blocking read ends cleanly at the write head, which is how a one-shot
 Given a Router, each Reader of the chain is dispatched afresh: the first to
 a member of the remembered route, and after a failure there (which makes the
 router forget the route) to the default broker. `do_not_proxy` stays as the
-caller set it, so a stale route still reaches the content through a proxy.
+caller set it, so a stale route still reaches the content through a proxy,
+except that a Router made for `direct_reads` sets it on every read (a broker
+refusing it names the current route, which the next Reader takes) and lends
+its `file_root`.
 
 With `do_not_proxy`, persisted fragments are read straight from their stores
 (see reader.py). Should that fail, the rest of that fragment is read through
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 from gazette_core.broker.client.backoff import Backoff
 from gazette_core.broker.client.direct import DirectReadError
 from gazette_core.broker.client.reader import Reader
+from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, OffsetNotYetAvailable
 
@@ -49,6 +53,9 @@ class RetryReader:
         self._stub = stub
         self.request = pb.ReadRequest()
         self.request.CopyFrom(request)
+        if isinstance(stub, Router) and stub.direct_reads:
+            self.request.do_not_proxy = True
+            file_root = stub.file_root if file_root is None else file_root
         self._backoff = backoff or Backoff()
         self._reader: Reader | None = None
         self._done = False

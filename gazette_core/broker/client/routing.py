@@ -87,7 +87,7 @@ class Router:
     `default` (an endpoint URL, a comma-separated list of them, or a stub)
     serves calls whose route is unknown. Reads prefer a member in `zone` when
     one is given. `ttl` (seconds; 0 for never) ages routes out, measured by
-    `clock`.
+    `clock`. A `capacity` of 0 remembers nothing: every call goes to the default.
     """
 
     def __init__(
@@ -99,8 +99,14 @@ class Router:
         ttl: float = 0.0,
         connect: Callable[[str], JournalAsyncStub] = journal_stub,
         clock: Callable[[], float] = time.monotonic,
+        direct_reads: bool = False,
+        file_root: str | None = None,
     ) -> None:
         self._default = default if default is not None else default_address()
+        # Whether RetryReaders through this router read persisted fragments straight from
+        # their stores (do_not_proxy), file:// ones under `file_root`.
+        self.direct_reads = direct_reads
+        self.file_root = file_root
         self.zone = zone
         self._capacity = capacity
         self._ttl, self._clock = ttl, clock

@@ -50,7 +50,8 @@ Code = cpb.ReplicaStatus
 def consumer_config(etcd: EtcdServer, broker: str, tmp: Path, name: str) -> ConsumerConfig:
     return ConsumerConfig(app="tests:Counter", host="127.0.0.1", port=0, http_port=-1,
                           zone="local", id=name, etcd_address=etcd.endpoint, etcd_prefix=ROOT,
-                          etcd_lease=5, broker_address=broker, data_dir=str(tmp / name))
+                          etcd_lease=5, broker_address=broker, data_dir=str(tmp / name),
+                          watch_delay=0)
 
 
 class Cluster:
