@@ -19,6 +19,7 @@ from gazette_core.broker.metrics import exposition
 from gazette_core.consumer.app import InitArgs, call
 from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.errors import GazetteError
+from gazette_core.metrics.grpc_server import ServerMetrics
 from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
 from gazette_core.server.listen import binding, check_bindable
@@ -55,8 +56,11 @@ class ConsumerServer:
 
     async def start(self) -> None:
         config = self.service.config
-        interceptors = [AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
-                                                    **SHARD_CAPABILITIES})] if self.keys else []
+        # Metrics first, so that they count RPCs refused for authorization too.
+        interceptors: list[grpc.aio.ServerInterceptor] = [ServerMetrics()]
+        if self.keys:
+            interceptors.append(AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
+                                                            **SHARD_CAPABILITIES}))
         options = [*GRPC_OPTIONS, *keepalive.server_options(), *backlog.server_options()]
         self.grpc = grpc.aio.server(options=options, interceptors=interceptors)
         add_shard_servicer(self.grpc, self.service)
