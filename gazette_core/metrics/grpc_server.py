@@ -77,7 +77,7 @@ class MethodMetrics:
         self._received = RECEIVED.cell(*self.labels)
         self._sent = SENT.cell(*self.labels)
         self._handled: dict[str, Cell] = {}
-        self._codecs: tuple[Any, Any] = (None, None)
+        self._codecs: tuple[Any, Any] | None = None  # those _counted wraps
         self._counted: dict[str, Any] = {}
         # The last handler wrapped and its wrapping: without per-call interceptors
         # behind this one, gRPC hands over the same handler every time.
