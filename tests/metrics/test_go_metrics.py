@@ -215,6 +215,12 @@ async def test_broker_and_consumer_expose_gos_metrics(processes: Processes,
     assert data == b"".join(PARTS)[READ_FROM:]
     broker = await p.broker_scrape()
     assert_broker_moves(before, samples(broker), head)
+    # The journal's assignment was the broker allocator's doing.
+    for name in ("gazette_allocator_assignment_added_total", "gazette_allocator_converge_total",
+                 "gazette_allocator_members", "gazette_allocator_items",
+                 "gazette_allocator_desired_replication_slots",
+                 "gazette_allocator_max_flow_runtime_seconds_count"):
+        assert value(samples(broker), name) >= 1, name
     assert_families(broker, BROKER_FAMILIES | ALLOCATOR_FAMILIES | GRPC_FAMILIES)
     assert list_items_buckets(broker) == ["10.0", "40.0", "160.0", "640.0", "2560.0",
                                           "10240.0", "+Inf"]
@@ -239,7 +245,12 @@ async def test_broker_and_consumer_expose_gos_metrics(processes: Processes,
     after = samples(consumer)
     assert_families(consumer, CONSUMER_FAMILIES | ALLOCATOR_FAMILIES | GRPC_FAMILIES)
     shard = {"shard": SHARD}
-    assert delta(before, after, "gazette_shard_transactions_total", **shard) >= 1
+    transactions = delta(before, after, "gazette_shard_transactions_total", **shard)
+    assert transactions >= 1
+    assert delta(before, after, "gazette_consumer_tx_count_total") == transactions
+    assert delta(before, after, "gazette_consumer_tx_messages_total") == 6
+    assert delta(before, after, "gazette_shard_phase_seconds_total", phase="50-committing",
+                 type="async", **shard) > 0
     assert delta(before, after, "gazette_shard_read_messages_total", **shard) == 6
     assert delta(before, after, "gazette_shard_read_bytes_total", **shard) == source_head
     assert value(after, "gazette_shard_read_head", journal=SOURCE, **shard) == source_head
