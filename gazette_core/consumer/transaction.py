@@ -436,7 +436,6 @@ class TxnLoop:
         self._prev = Settled(self.shard, commit, acks, read_through, on_settled=on_settled)
         await call_optional(self.app, "finished_txn", self.shard, self.store, commit)
 
-
     def _settled(self, stats: TxnStats, marks: tuple[float, ...], committed: float,
                  acked: float) -> None:
         """Observe a transaction whose commit and ACKs resolved (`marks`: when the previous

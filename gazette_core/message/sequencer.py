@@ -18,7 +18,8 @@ but past a committing envelope only once its whole sequence was stepped
 through, so a checkpoint taken mid-sequence makes a restarted reader see the
 ACK again and emit the rest. `checkpoint()` records offsets and producer
 states (last_ack, begin) in a consumer Checkpoint, and a Sequencer seeded
-from one continues where it left off.
+from one continues where it left off. Outcomes and replays are counted into
+the metrics of `metrics.py`, once per batch.
 """
 
 from __future__ import annotations
