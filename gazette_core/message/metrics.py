@@ -9,64 +9,72 @@
   commit a sequence that left the ring buffer (shown from a journal's first
   sequenced message on, 0 until a replay happens).
 
-Both are counters named without `_total`, as Go names them. The sequencer
-adds a batch's outcomes up locally and counts them here once per batch.
+Both are counters named without `_total`, as Go names them. Sequencing is
+the consumer's hottest loop, so it only adds 1 to a slot of a plain list of
+counts per journal (`JournalSeries.tally`, indexed like QueueOutcome's
+members), which the scrape reads; outcomes never seen are not shown.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from gazette_core.metrics.families import Cell, Counter
 
 QUEUED = Counter("gazette_sequencer_queued",
                  "Read-uncommitted messages sequenced, by UUID flag and outcome.",
-                 ("journal", "flag", "outcome"))
+                 ("journal", "flag", "outcome"), hide_zeros=True)
 REPLAYED = Counter("gazette_sequencer_replay",
                    "Messages re-read from a journal to replay a committed sequence.",
                    ("journal",))
 
-FLAGS = {0: "OUTSIDE_TXN", 1: "CONTINUE_TXN", 2: "ACK_TXN"}
-# Go's names of each QueueOutcome (by the name of our enum member).
-OUTCOMES = {
-    "OUTSIDE_ALREADY_ACKED": "outsideAlreadyAcked",
-    "OUTSIDE_COMMIT": "outsideCommit",
-    "CONTINUE_ALREADY_ACKED": "continueAlreadyAcked",
-    "CONTINUE_TXN_CLOCK_LARGER": "continueRingClockLarger",
-    "CONTINUE_BEGIN_SPAN": "continueBeginSpan",
-    "CONTINUE_EXTEND_SPAN": "continueExtendSpan",
-    "ACK_ROLLBACK": "ackRollback",
-    "ACK_EMPTY": "ackEmpty",
-    "ACK_COMMIT_RING": "ackCommitRing",
-    "ACK_COMMIT_REPLAY": "ackCommitReplay",
-}
-# The (flag, outcome) of each slot of a batch's tally (Sequencer._queue_each).
-TALLY = ((0, "OUTSIDE_COMMIT"), (0, "OUTSIDE_ALREADY_ACKED"), (2, "ACK_ROLLBACK"),
-         (2, "ACK_EMPTY"), (1, "CONTINUE_ALREADY_ACKED"), (1, "CONTINUE_TXN_CLOCK_LARGER"),
-         (1, "CONTINUE_EXTEND_SPAN"), (1, "CONTINUE_BEGIN_SPAN"))
+# Per QueueOutcome member, in its order: the member's name, and Go's flag and outcome.
+SLOTS = (
+    ("OUTSIDE_ALREADY_ACKED", "OUTSIDE_TXN", "outsideAlreadyAcked"),
+    ("OUTSIDE_COMMIT", "OUTSIDE_TXN", "outsideCommit"),
+    ("CONTINUE_ALREADY_ACKED", "CONTINUE_TXN", "continueAlreadyAcked"),
+    ("CONTINUE_TXN_CLOCK_LARGER", "CONTINUE_TXN", "continueRingClockLarger"),
+    ("CONTINUE_BEGIN_SPAN", "CONTINUE_TXN", "continueBeginSpan"),
+    ("CONTINUE_EXTEND_SPAN", "CONTINUE_TXN", "continueExtendSpan"),
+    ("ACK_ROLLBACK", "ACK_TXN", "ackRollback"),
+    ("ACK_EMPTY", "ACK_TXN", "ackEmpty"),
+    ("ACK_COMMIT_RING", "ACK_TXN", "ackCommitRing"),
+    ("ACK_COMMIT_REPLAY", "ACK_TXN", "ackCommitReplay"),
+)
+
+
+class _Slot(Cell):
+    """A series read from one slot of a journal's tally."""
+
+    __slots__ = ("_counts", "_index")
+
+    def __init__(self, counts: list[int], index: int) -> None:
+        self._counts, self._index = counts, index
+
+    @property
+    def value(self) -> float:
+        return self._counts[self._index]
+
+    @value.setter
+    def value(self, value: float) -> None:
+        self._counts[self._index] = int(value)
 
 
 class JournalSeries:
-    """The sequencer series of one journal."""
+    """The sequencer series of one journal, shared by every sequencer of the process."""
 
-    __slots__ = ("_queued", "journal", "replayed")
+    __slots__ = ("replayed", "tally")
 
     def __init__(self, journal: str) -> None:
-        self.journal = journal
+        self.tally = [0] * len(SLOTS)
+        for index, (_, flag, outcome) in enumerate(SLOTS):
+            QUEUED.show(_Slot(self.tally, index), journal, flag, outcome)
         self.replayed = REPLAYED.cell(journal)
-        self._queued: dict[tuple[int, str], Cell] = {}
 
-    def queued(self, flags: int, outcome: str) -> Cell:
-        """The series of messages of `flags` sequenced to `outcome` (an enum member name)."""
-        key = (flags, outcome)
-        cell = self._queued.get(key)
-        if cell is None:
-            cell = self._queued[key] = QUEUED.cell(self.journal, FLAGS[flags],
-                                                   OUTCOMES[outcome])
-        return cell
 
-    def add_tally(self, tally: Sequence[int]) -> None:
-        """Count a batch's tally (counts in TALLY's order)."""
-        for (flags, outcome), count in zip(TALLY, tally, strict=True):
-            if count:
-                self.queued(flags, outcome).value += count
+_journals: dict[str, JournalSeries] = {}
+
+
+def journal_series(journal: str) -> JournalSeries:
+    series = _journals.get(journal)
+    if series is None:
+        series = _journals[journal] = JournalSeries(journal)
+    return series

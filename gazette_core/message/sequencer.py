@@ -31,7 +31,7 @@ from operator import attrgetter
 
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.message.interfaces import Envelope, message_parts
-from gazette_core.message.metrics import JournalSeries
+from gazette_core.message.metrics import journal_series
 from gazette_core.message.sequence import Dequeue, Producer, Ring
 from gazette_core.message.uuid import Flags
 from gazette_core.message.uuid_batch import UUIDArrays, batch_arrays, rising_runs, row_parts
@@ -62,10 +62,9 @@ COMMIT_OUTCOMES = frozenset({
 
 
 _CONTINUE, _ACK = int(Flags.CONTINUE_TXN), int(Flags.ACK_TXN)
-# What _queue_continue's answers stand for (in the order of message/metrics.py's TALLY).
-_CONTINUE_OUTCOMES = (QueueOutcome.CONTINUE_ALREADY_ACKED,
-                      QueueOutcome.CONTINUE_TXN_CLOCK_LARGER,
-                      QueueOutcome.CONTINUE_EXTEND_SPAN, QueueOutcome.CONTINUE_BEGIN_SPAN)
+# Outcomes by their index, the slot of a journal's metrics tally (message/metrics.py).
+_OUTCOMES = tuple(QueueOutcome)
+_SLOT = {outcome: index for index, outcome in enumerate(_OUTCOMES)}
 _BULK_MIN = 16  # Fewer envelopes are queued one by one: arrays cost more than they save.
 _MESSAGE = attrgetter("message")
 
@@ -79,15 +78,8 @@ class Sequencer:
         self._dequeue: Dequeue | None = None
         self._stopped_at = 0  # Envelopes the last queue_batch() left to the caller.
         self.dequeued: Envelope | None = None
-        self._series: dict[str, JournalSeries] = {}  # metrics, per journal
         if checkpoint is not None:
             self._seed(checkpoint)
-
-    def _journal_series(self, journal: str) -> JournalSeries:
-        series = self._series.get(journal)
-        if series is None:
-            series = self._series[journal] = JournalSeries(journal)
-        return series
 
     def _seed(self, checkpoint: cpb.Checkpoint) -> None:
         for journal, source in checkpoint.sources.items():
@@ -109,9 +101,7 @@ class Sequencer:
             outcome = QueueOutcome.OUTSIDE_COMMIT
         else:
             outcome = self._queue_tracked(env, clock, flags, producer_id)
-        if flags not in (_CONTINUE, _ACK):
-            flags = 0  # Unknown flags are sequenced as OUTSIDE_TXN.
-        self._journal_series(env.journal).queued(flags, outcome.name).value += 1
+        journal_series(env.journal).tally[_SLOT[outcome]] += 1
         return outcome
 
     def _queue_tracked(self, env: Envelope, clock: int, flags: int, producer_id: bytes
@@ -124,7 +114,7 @@ class Sequencer:
         if flags == Flags.ACK_TXN:
             return self._queue_ack(env, producer, clock)
         if flags == Flags.CONTINUE_TXN:
-            return _CONTINUE_OUTCOMES[self._queue_continue(env, producer, clock)]
+            return _OUTCOMES[self._queue_continue(env, producer, clock)]
         return self._queue_outside(env, producer, clock)
 
     def queue_batch(self, envs: Sequence[Envelope], start: int = 0, *, acks: bool = True
@@ -177,61 +167,55 @@ class Sequencer:
                 producer.acked = True
                 self._pending.discard(producer)
         self._offsets[journal] = envs[-1].end
-        self._journal_series(journal).queued(0, "OUTSIDE_COMMIT").value += len(envs)
+        journal_series(journal).tally[1] += len(envs)  # OUTSIDE_COMMIT
         return True
 
     def _queue_each(self, envs: Sequence[Envelope], parts: Iterable[tuple[int, int, bytes]],
                     acks: bool) -> list[Envelope]:
         """queue_batch message by message; `_stopped_at` counts the envelopes not queued.
 
-        Outcomes are tallied per journal (message/metrics.py's TALLY) and counted at the end.
+        Each outcome adds 1 to its slot of the journal's metrics tally (QueueOutcome order).
         """
         out: list[Envelope] = []
         producers, offsets, pending = self._producers, self._offsets, self._pending
         self._stopped_at = 0
-        tallies: dict[str, list[int]] = {}
-        journal, tally = "", [0] * 8
-        try:
-            for index, (env, (clock, flags, pid)) in enumerate(zip(envs, parts,
-                                                                   strict=False)):
-                if env.journal != journal:
-                    journal = env.journal
-                    tally = tallies.setdefault(journal, [0] * 8)
-                if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
-                    offsets[journal] = env.end
-                    out.append(env)
-                    tally[0] += 1
-                    continue
-                producer = producers.get((journal, pid))
-                if producer is None:
-                    producer = producers[(journal, pid)] = Producer(journal, pid, clock - 1,
-                                                                    clock - 1)
-                if flags == _CONTINUE:
-                    tally[4 + self._queue_continue(env, producer, clock)] += 1
-                    continue
-                if clock <= producer.min_clock and flags != _ACK:  # OUTSIDE_ALREADY_ACKED
-                    offsets[journal] = env.end
-                    tally[1] += 1
-                    continue
-                if producer.begin != -1:  # Closes an open transaction: the caller's to step.
-                    self._stopped_at = len(envs) - index
-                    return out
-                if flags == _ACK and clock <= producer.min_clock:
-                    self._queue_ack(env, producer, clock)  # ACK_ROLLBACK of nothing open
-                    tally[2] += 1
-                    continue
-                # OUTSIDE_COMMIT or ACK_EMPTY: a sequence of just this envelope, finished.
-                producer.min_clock = producer.max_clock = clock
-                producer.acked = True
-                pending.discard(producer)
+        journal, tally = "", [0] * len(_OUTCOMES)
+        for index, (env, (clock, flags, pid)) in enumerate(zip(envs, parts, strict=False)):
+            if env.journal != journal:
+                journal = env.journal
+                tally = journal_series(journal).tally
+            if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
                 offsets[journal] = env.end
-                tally[3 if flags == _ACK else 0] += 1
-                if acks or flags != _ACK:
-                    out.append(env)
-            return out
-        finally:
-            for name, counts in tallies.items():
-                self._journal_series(name).add_tally(counts)
+                out.append(env)
+                tally[1] += 1  # OUTSIDE_COMMIT
+                continue
+            producer = producers.get((journal, pid))
+            if producer is None:
+                producer = producers[(journal, pid)] = Producer(journal, pid, clock - 1,
+                                                                clock - 1)
+            if flags == _CONTINUE:
+                tally[self._queue_continue(env, producer, clock)] += 1
+                continue
+            if clock <= producer.min_clock and flags != _ACK:
+                offsets[journal] = env.end
+                tally[0] += 1  # OUTSIDE_ALREADY_ACKED
+                continue
+            if producer.begin != -1:  # Closes an open transaction: the caller's to step.
+                self._stopped_at = len(envs) - index
+                return out
+            if flags == _ACK and clock <= producer.min_clock:
+                self._queue_ack(env, producer, clock)  # ACK_ROLLBACK of nothing open
+                tally[6] += 1
+                continue
+            # OUTSIDE_COMMIT or ACK_EMPTY: a sequence of just this envelope, finished.
+            producer.min_clock = producer.max_clock = clock
+            producer.acked = True
+            pending.discard(producer)
+            offsets[journal] = env.end
+            tally[7 if flags == _ACK else 1] += 1
+            if acks or flags != _ACK:
+                out.append(env)
+        return out
 
     def _queue_outside(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
         if clock <= producer.min_clock:
@@ -246,16 +230,16 @@ class Sequencer:
         return QueueOutcome.OUTSIDE_COMMIT
 
     def _queue_continue(self, env: Envelope, producer: Producer, clock: int) -> int:
-        """Queue a CONTINUE_TXN message; its outcome as an index of _CONTINUE_OUTCOMES."""
+        """Queue a CONTINUE_TXN message; its outcome as an index of _OUTCOMES."""
         self._offsets[env.journal] = env.end
         if clock <= producer.min_clock:
-            return 0  # CONTINUE_ALREADY_ACKED
+            return 2  # CONTINUE_ALREADY_ACKED
         if clock <= producer.max_clock:
-            return 1  # CONTINUE_TXN_CLOCK_LARGER
-        outcome = 2  # CONTINUE_EXTEND_SPAN
+            return 3  # CONTINUE_TXN_CLOCK_LARGER
+        outcome = 5  # CONTINUE_EXTEND_SPAN
         if producer.begin == -1:
             producer.begin = env.begin
-            outcome = 3  # CONTINUE_BEGIN_SPAN
+            outcome = 4  # CONTINUE_BEGIN_SPAN
         producer.max_clock = clock
         self._ring.push(env, clock, producer)
         self._pending.add(producer)
@@ -302,7 +286,7 @@ class Sequencer:
         if self._dequeue is None or self._dequeue.replay is None:
             raise RuntimeError("no committed sequence is waiting for a replay")
         journal = self._dequeue.replay[0]
-        self._dequeue.start_replay(envelopes, self._journal_series(journal).replayed)
+        self._dequeue.start_replay(envelopes, journal_series(journal).replayed)
 
     async def step(self) -> bool:
         """Finish the current `dequeued` (if any) and hand out the next committed envelope.

@@ -66,9 +66,12 @@ C = TypeVar("C", Cell, HistogramCell)
 class _Family(Generic[C]):
     kind = ""
 
-    def __init__(self, name: str, documentation: str, labels: Sequence[str] = ()) -> None:
+    def __init__(self, name: str, documentation: str, labels: Sequence[str] = (), *,
+                 hide_zeros: bool = False) -> None:
         self.name, self.documentation = name, documentation
         self.label_names = tuple(labels)
+        # Series still at zero are left out (for families whose series are made up front).
+        self.hide_zeros = hide_zeros
         self._cells: dict[tuple[str, ...], C] = {}
         if not self.label_names:
             self._cells[()] = self._new()
@@ -106,10 +109,15 @@ class _Family(Generic[C]):
     def collect(self) -> Iterator[Metric]:
         metric = ExactMetric(self.name, self.documentation, self.kind)
         for values, cell in list(self._cells.items()):
+            if self.hide_zeros and not self._nonzero(cell):
+                continue
             self._samples(metric, dict(zip(self.label_names, values, strict=True)), cell)
         yield metric
 
     def _samples(self, metric: Metric, labels: dict[str, str], cell: C) -> None:
+        raise NotImplementedError
+
+    def _nonzero(self, cell: C) -> bool:
         raise NotImplementedError
 
 
@@ -124,6 +132,9 @@ class Counter(_Family[Cell]):
     def _samples(self, metric: Metric, labels: dict[str, str], cell: Cell) -> None:
         metric.add_sample(self.name, labels, cell.value)
 
+    def _nonzero(self, cell: Cell) -> bool:
+        return cell.value != 0
+
 
 class Gauge(Counter):
     """A gauge family; its series are set to the current figure."""
@@ -137,9 +148,10 @@ class Histogram(_Family[HistogramCell]):
     kind = "histogram"
 
     def __init__(self, name: str, documentation: str, labels: Sequence[str] = (),
-                 buckets: Sequence[float] = DEFAULT_BUCKETS) -> None:
+                 buckets: Sequence[float] = DEFAULT_BUCKETS, *, hide_zeros: bool = False
+                 ) -> None:
         self.bounds = tuple(sorted(float(b) for b in buckets))
-        super().__init__(name, documentation, labels)
+        super().__init__(name, documentation, labels, hide_zeros=hide_zeros)
 
     def _new(self) -> HistogramCell:
         return HistogramCell(self.bounds)
@@ -152,3 +164,6 @@ class Histogram(_Family[HistogramCell]):
                               total)
         metric.add_sample(f"{self.name}_sum", labels, cell.sum)
         metric.add_sample(f"{self.name}_count", labels, cell.count)
+
+    def _nonzero(self, cell: HistogramCell) -> bool:
+        return cell.count != 0
