@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 import aetcd
 from aetcd import rpc
 
+from gazette_core.allocator import metrics
 from gazette_core.allocator.changes import Change
 from gazette_core.allocator.consistency import route_consistent
 from gazette_core.allocator.keys import AllocState
@@ -111,6 +112,7 @@ class Allocator:
         if leader is None:
             return True
         if not changes:
+            metrics.converged(self.planner.last_inputs)
             self._mark_converged(planned_at)
             return True
         guard = etcd_util.cmp_mod_revision(self.self_member_key, leader.mod_revision)
@@ -123,6 +125,8 @@ class Allocator:
                 log.info("allocator txn lost a race at revision %d", self.keyspace.revision)
                 return False
             revision = resp.header.revision
+            metrics.applied(batch)
+        metrics.converged(self.planner.last_inputs)
         log.debug("allocator applied %d changes", len(changes))
         # Plan the next round only from a snapshot that includes these writes.
         await self.keyspace.wait_for_revision(revision)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
+from gazette_core.allocator import metrics
 from gazette_core.allocator.changes import Change
 from gazette_core.allocator.consistency import route_consistent
 from gazette_core.allocator.converge import Consistent, converge
@@ -67,11 +68,13 @@ class Planner:
         self.member_exiting = member_exiting
         self._solved: tuple[bytes, Solution] | None = None
         self.solves = 0
+        self.last_inputs: AllocInputs | None = None  # of the last plan, for metrics
 
     def plan(self, state: AllocState) -> list[Change]:
         """The changes due in `state`, solving first if the inputs changed."""
         inputs = AllocInputs.from_state(state, self.desired, self.member_limit,
                                         self.member_exiting)
+        self.last_inputs = inputs
         return converge(state, self.solution(state, inputs), inputs.capacity, self.consistent)
 
     def solution(self, state: AllocState, inputs: AllocInputs) -> Solution:
@@ -81,8 +84,10 @@ class Planner:
             started = time.perf_counter()
             self._solved = fingerprint, solve(inputs, state.assignments)
             self.solves += 1
+            took = time.perf_counter() - started
+            metrics.MAX_FLOW_SECONDS.observe(took)
             log.info("allocator solved %d items over %d members in %.3f s",
-                     len(inputs.items), len(inputs.members), time.perf_counter() - started)
+                     len(inputs.items), len(inputs.members), took)
         return self._solved[1]
 
     def forget(self) -> None:

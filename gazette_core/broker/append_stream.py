@@ -63,8 +63,13 @@ class PendingCommit:
     async def finish(self, pln: Pipeline) -> pb.AppendResponse:
         """The response, after every replica acknowledged the commit."""
         pln.require_ok(await self.ack.responses(), "commit")
-        metrics.APPEND_COMMITS.inc()
-        metrics.APPEND_COMMITTED_BYTES.inc(self.response.commit.end - self.response.commit.begin)
+        commit = self.response.commit
+        metrics.APPEND_COMMITS.value += 1
+        metrics.APPEND_COMMITTED_BYTES.value += commit.end - commit.begin
+        replica = pln.replica
+        if replica.write_head_gauge is None:
+            replica.write_head_gauge = metrics.WRITE_HEAD.cell(replica.journal)
+        replica.write_head_gauge.value = commit.end
         return self.response
 
 
@@ -123,7 +128,7 @@ async def _stream_content(pln: Pipeline, first: pb.AppendRequest,
             await pln.scatter(pb.ReplicateRequest(content=req.content,
                                                   content_delta=spool.delta))
             digest.update(req.content)
-            metrics.APPEND_BYTES.inc(len(req.content))
+            metrics.APPEND_RECEIVED_BYTES.value += len(req.content)
             rate.received += len(req.content)
             chunks += 1
         raise AppendStreamError("unexpected EOF")

@@ -9,6 +9,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
 from gazette_core.broker.protocol.validate_ext import validate_fragments_request
 from gazette_core.broker.proxy import proxy_list_fragments
+from gazette_core.broker.stores.metered import metered_store
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -42,7 +43,8 @@ async def serve_list_fragments(broker: Broker, req: pb.FragmentsRequest
             break
         out = resp.fragments.add(spec=frag)
         if ttl and frag.backing_store:
-            out.signed_url = broker.store_for(frag.backing_store).sign_get(frag, ttl)
+            store = metered_store(broker.store_for(frag.backing_store))
+            out.signed_url = store.sign_get(frag, ttl)
     return resp
 
 

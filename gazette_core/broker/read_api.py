@@ -19,6 +19,7 @@ from gazette_core.broker.protocol.validate_ext import validate_read_request
 from gazette_core.broker.proxy import proxy_read
 from gazette_core.broker.resolver import Resolution
 from gazette_core.broker.stores.base import StoreNotFoundError
+from gazette_core.broker.stores.metered import metered_store
 
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
@@ -46,7 +47,7 @@ async def serve_read(broker: Broker, req: pb.ReadRequest) -> AsyncIterator[pb.Re
             yield resp
         return
     assert res.replica is not None
-    metrics.READS.inc()
+    metrics.READS.value += 1
     header: pb.Header | None = res.header
     async for resp in _serve_local(broker, res, req):
         if header is not None:
@@ -134,7 +135,7 @@ def _metadata(broker: Broker, entry: IndexEntry, offset: int, write_head: int
     frag = entry.fragment
     resp = pb.ReadResponse(status=pb.OK, offset=offset, write_head=write_head, fragment=frag)
     if frag.backing_store and frag.mod_time:
-        store = broker.store_for(frag.backing_store)
+        store = metered_store(broker.store_for(frag.backing_store))
         resp.fragment_url = store.sign_get(frag, SIGNED_URL_TTL_S)
     return resp
 
@@ -145,15 +146,15 @@ async def _content(broker: Broker, entry: IndexEntry, offset: int, stop: int
         spool = entry.local
         while offset < stop:
             block = spool.read_at(offset, min(LOCAL_READ_BLOCK, stop - offset))
-            metrics.READ_BYTES.inc(len(block))
+            metrics.READ_SERVED_BYTES.value += len(block)
             for i in range(0, len(block), CHUNK_SIZE):
                 yield pb.ReadResponse(offset=offset + i, content=block[i:i + CHUNK_SIZE])
             offset += len(block)
         return
-    store = broker.store_for(entry.fragment.backing_store)
+    store = metered_store(broker.store_for(entry.fragment.backing_store))
     async for data in read_fragment(store, entry.fragment, offset):
         data = data[:stop - offset]
-        metrics.READ_BYTES.inc(len(data))
+        metrics.READ_SERVED_BYTES.value += len(data)
         for i in range(0, len(data), CHUNK_SIZE):
             yield pb.ReadResponse(offset=offset + i, content=data[i:i + CHUNK_SIZE])
         offset += len(data)

@@ -21,8 +21,10 @@ from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.pipeline import Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
+from gazette_core.broker.stores.metered import metered_store
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.keyspace.keyspace import KeyValue
+from gazette_core.metrics.families import Cell
 from gazette_core.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ class Replica:
         # Set once the spool agrees with a primary's (a pipeline synchronised it): from
         # then on every acknowledged append reaches it while it stays in the route.
         self.synced = False
+        # Its series of gazette_write_head, set by each append it commits as primary.
+        self.write_head_gauge: Cell | None = None
         self._revoked: set[asyncio.Task[object]] = set()
         self._refresh_now = asyncio.Event()
         self._refresher = BackgroundTask(f"refresh {journal}")
@@ -205,7 +209,7 @@ class Replica:
         """List every store of the journal and replace the index's remote fragments."""
         fragments: list[pb.Fragment] = []
         for url in self.spec.fragment.stores:
-            store = get_store(url, self.file_root, self.file_only)
+            store = metered_store(get_store(url, self.file_root, self.file_only))
             fragments.extend(await store.list(self.journal))
         self.index.replace_remote(fragments)
         self._release_persisted(fragments)

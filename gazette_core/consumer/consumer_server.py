@@ -23,6 +23,7 @@ from gazette_core.consumer.app import InitArgs, call
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.errors import GazetteError
+from gazette_core.metrics.grpc_server import ServerMetrics
 from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
 from gazette_core.server.json_gateway import consumer_gateway
@@ -59,8 +60,11 @@ class ConsumerServer:
 
     async def start(self) -> None:
         config = self.service.config
-        interceptors = [AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
-                                                    **SHARD_CAPABILITIES})] if self.keys else []
+        # Metrics first, so that they count RPCs refused for authorization too.
+        interceptors: list[grpc.aio.ServerInterceptor] = [ServerMetrics()]
+        if self.keys:
+            interceptors.append(AuthInterceptor(self.keys, {**JOURNAL_CAPABILITIES,
+                                                            **SHARD_CAPABILITIES}))
         options = [*GRPC_OPTIONS, ("grpc.max_receive_message_length", config.max_grpc_recv_size),
                    *keepalive.server_options(), *backlog.server_options()]
         self.grpc = grpc.aio.server(options=options, interceptors=interceptors)

@@ -67,8 +67,8 @@ class ShardGauges:
             for journal in sources:
                 stub = self.service.journals.stub_for(journal, primary=False)
                 head = await fetch_write_head(stub, journal)
-                metrics.READ_LAG.labels(shard, journal).set(
-                    max(0, head - read_through.get(journal, 0)))
+                metrics.READ_LAG.cell(shard, journal).value = max(
+                    0, head - read_through.get(journal, 0))
         for shard, journals in self._seen.items():
             if shard not in current:
                 metrics.forget(shard, journals)

@@ -68,8 +68,8 @@ class ReplicaHost(Protocol):
     async def update_status(self, assignment_key: str, status: cpb.ReplicaStatus) -> None:
         """Max-merge `status` into the assignment under a ModRevision compare, retried."""
 
-    # Optional: `observe_txn(stats: TxnStats) -> None`, called as each transaction
-    # starts its commit (for per-shard metrics).
+    # Optional: `observe_txn(stats: TxnStats) -> None`, called as each transaction's
+    # commit and ACK appends resolve (for per-shard metrics).
 
 
 def slot_of(assignment: KeyValue) -> int:

@@ -197,8 +197,8 @@ class ConsumerService:
         return bool(resp.succeeded)
 
     def observe_txn(self, stats: TxnStats) -> None:
-        """Count a transaction that starts its commit into the shard's metrics."""
-        metrics.committed(stats.shard, stats.messages, stats.bytes, stats.duration_s)
+        """Count a completed transaction into the shard's metrics."""
+        metrics.committed(stats)
 
     # -- ShardHost -----------------------------------------------------------
 

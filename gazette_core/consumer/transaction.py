@@ -21,12 +21,13 @@ that resolved, when the shard's progress is published (txn_commit).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import itertools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.consumer.app import (
@@ -73,13 +74,16 @@ _SKIPS = frozenset({QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_AL
 
 @dataclass
 class TxnStats:
-    """What one transaction did, for metrics: messages and bytes consumed, and how long
-    it was open (first message to the start of its commit)."""
+    """What one completed transaction did, for metrics: messages and bytes consumed, how
+    long it was open (first message to the start of its commit), the seconds of each
+    phase (consumer/metrics.py's PHASES) and the offsets it read through."""
 
     shard: str
     messages: int
     bytes: int
     duration_s: float
+    phases: tuple[float, ...] = (0.0,) * 6
+    read_through: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,6 +95,8 @@ class _Txn:
     bytes: int = 0
     reading: bool = True
     deferred: bool = False
+    # When it stopped consuming: stalled on the previous commit, or ready to commit.
+    stalled_at: float | None = None
 
 
 def _seconds(duration: Any) -> float:
@@ -129,6 +135,7 @@ class TxnLoop:
         self._prev: Settled | None = None
         self._woken: asyncio.Future[None] | None = None  # resolved to end a wait early
         self.transactions = 0
+        self._prepared_at: float | None = None  # when the last commit was prepared
 
     def stop(self) -> None:
         """Finish the open transaction (commit what it consumed), then end the loop."""
@@ -181,6 +188,7 @@ class TxnLoop:
                     return False
                 if self._prev_resolved():
                     break
+                txn.stalled_at = txn.stalled_at or now
                 await self._wait_prev()  # Stalled: held back only by the previous commit.
                 continue
             if self._ready_at < len(self._ready) or self._at < len(self._chunk):
@@ -192,7 +200,11 @@ class TxnLoop:
             elif not self._blocks(txn, now):
                 break
             else:
+                if (txn.stalled_at is None and txn.consumed and now >= txn.min_at
+                        and not self._prev_resolved()):
+                    txn.stalled_at = now  # Ready but for the previous commit.
                 await self._wait(txn, now)
+        txn.stalled_at = txn.stalled_at or loop.time()
         await self._commit(txn)
         self.transactions += 1
         return True
@@ -393,6 +405,8 @@ class TxnLoop:
         return checkpoint
 
     async def _commit(self, txn: _Txn) -> None:
+        loop = asyncio.get_running_loop()
+        prepare_began = loop.time()
         try:
             await call(self.app.finalize_txn, self.shard, self.store, self.publisher)
             checkpoint = await self._checkpoint()
@@ -408,12 +422,28 @@ class TxnLoop:
         except BaseException as err:
             await call_optional(self.app, "finished_txn", self.shard, self.store, err)
             raise
+        prepared, since = loop.time(), self._prepared_at
+        self._prepared_at = prepared
+        read_through = read_through_of(checkpoint)
+        on_settled = None
         if self.observe is not None and txn.began is not None:
-            duration = asyncio.get_running_loop().time() - txn.began
-            self.observe(TxnStats(self.shard.id, txn.consumed, txn.bytes, duration))
+            stats = TxnStats(self.shard.id, txn.consumed, txn.bytes, prepared - txn.began,
+                             read_through=read_through)
+            marks = (txn.began if since is None else since, txn.began,
+                     txn.stalled_at or prepare_began, prepare_began, prepared)
+            on_settled = functools.partial(self._settled, stats, marks)
         acks = start_acks(self.appender, commit, intents)
-        self._prev = Settled(self.shard, commit, acks, read_through_of(checkpoint))
+        self._prev = Settled(self.shard, commit, acks, read_through, on_settled=on_settled)
         await call_optional(self.app, "finished_txn", self.shard, self.store, commit)
+
+    def _settled(self, stats: TxnStats, marks: tuple[float, ...], committed: float,
+                 acked: float) -> None:
+        """Observe a transaction whose commit and ACKs resolved (`marks`: when the previous
+        one was prepared, and this one began, stalled, began and finished preparing)."""
+        assert self.observe is not None
+        times = (*marks, committed, acked)
+        stats.phases = tuple(max(0.0, b - a) for a, b in itertools.pairwise(times))
+        self.observe(stats)
 
 
 async def _all(pending: list[Any]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -28,22 +28,31 @@ def read_through_of(checkpoint: cpb.Checkpoint) -> dict[str, int]:
     return {journal: src.read_through for journal, src in checkpoint.sources.items()}
 
 
+# Told the loop times at which the commit, then every ACK append, resolved.
+OnSettled = Callable[[float, float], None]
+
+
 class Settled:
-    """The commit and ACK appends of one transaction, awaited together."""
+    """The commit and ACK appends of one transaction, awaited together.
+
+    `on_settled` hears when each resolved, before the progress is published.
+    """
 
     def __init__(self, shard: Shard, commit: Awaitable[Any] | None,
                  acks: Mapping[str, Awaitable[Any]], read_through: dict[str, int],
-                 *, skip_missing: bool = False) -> None:
+                 *, skip_missing: bool = False, on_settled: OnSettled | None = None) -> None:
         self._task = asyncio.ensure_future(
-            self._settle(shard, commit, acks, read_through, skip_missing))
+            self._settle(shard, commit, acks, read_through, skip_missing, on_settled))
         self._task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
 
     @staticmethod
     async def _settle(shard: Shard, commit: Awaitable[Any] | None,
                       acks: Mapping[str, Awaitable[Any]], read_through: dict[str, int],
-                      skip_missing: bool) -> None:
+                      skip_missing: bool, on_settled: OnSettled | None) -> None:
+        loop = asyncio.get_running_loop()
         if commit is not None:
             await commit
+        committed = loop.time()
         publish_at: dict[str, int] = {}
         for journal, ack in acks.items():
             try:
@@ -55,6 +64,8 @@ class Settled:
                             journal)
                 continue
             publish_at[journal] = int(fragment.end)
+        if on_settled is not None:
+            on_settled(committed, loop.time())
         shard.set_progress(read_through, publish_at)
 
     def done(self) -> bool:

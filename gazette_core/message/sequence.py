@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from gazette_core.message.interfaces import Envelope, message_parts
 from gazette_core.message.uuid import Flags
+from gazette_core.metrics.families import Cell
 
 
 @dataclass(slots=True, eq=False)
@@ -99,10 +100,14 @@ class Dequeue:
     source: AsyncIterator[Envelope] | Iterator[Envelope] | None = None
     current_clock: int = 0
     handed_final: bool = False
+    replayed: Cell | None = None
     _ring_at: int = 0
 
-    def start_replay(self, envelopes: AsyncIterator[Envelope] | Iterable[Envelope]) -> None:
+    def start_replay(self, envelopes: AsyncIterator[Envelope] | Iterable[Envelope],
+                     replayed: Cell | None = None) -> None:
+        """Read the replay from `envelopes`, counting each into `replayed` (metrics)."""
         self.source = envelopes if isinstance(envelopes, AsyncIterator) else iter(envelopes)
+        self.replayed = replayed
 
     async def next_message(self) -> tuple[Envelope, int] | None:
         """The next message to hand out before `final`: not yet acked, not rolled back."""
@@ -144,6 +149,8 @@ class Dequeue:
                 await self.close()
                 self.replay = None
                 return None
+            if self.replayed is not None:
+                self.replayed.value += 1
             clock, flags, producer = message_parts(env.message)
             # Replays re-read other producers' messages, and may repeat this one's.
             if (producer == owner.producer and flags == Flags.CONTINUE_TXN

@@ -18,7 +18,8 @@ but past a committing envelope only once its whole sequence was stepped
 through, so a checkpoint taken mid-sequence makes a restarted reader see the
 ACK again and emit the rest. `checkpoint()` records offsets and producer
 states (last_ack, begin) in a consumer Checkpoint, and a Sequencer seeded
-from one continues where it left off.
+from one continues where it left off. Outcomes and replays are counted into
+the metrics of `metrics.py`, once per batch.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from operator import attrgetter
 
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.message.interfaces import Envelope, message_parts
+from gazette_core.message.metrics import journal_series
 from gazette_core.message.sequence import Dequeue, Producer, Ring
 from gazette_core.message.uuid import Flags
 from gazette_core.message.uuid_batch import UUIDArrays, batch_arrays, rising_runs, row_parts
@@ -60,6 +62,9 @@ COMMIT_OUTCOMES = frozenset({
 
 
 _CONTINUE, _ACK = int(Flags.CONTINUE_TXN), int(Flags.ACK_TXN)
+# Outcomes by their index, the slot of a journal's metrics tally (message/metrics.py).
+_OUTCOMES = tuple(QueueOutcome)
+_SLOT = {outcome: index for index, outcome in enumerate(_OUTCOMES)}
 _BULK_MIN = 16  # Fewer envelopes are queued one by one: arrays cost more than they save.
 _MESSAGE = attrgetter("message")
 
@@ -93,7 +98,14 @@ class Sequencer:
         clock, flags, producer_id = message_parts(env.message)
         if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
             self._dequeue = Dequeue(None, env, 0)
-            return QueueOutcome.OUTSIDE_COMMIT
+            outcome = QueueOutcome.OUTSIDE_COMMIT
+        else:
+            outcome = self._queue_tracked(env, clock, flags, producer_id)
+        journal_series(env.journal).tally[_SLOT[outcome]] += 1
+        return outcome
+
+    def _queue_tracked(self, env: Envelope, clock: int, flags: int, producer_id: bytes
+                       ) -> QueueOutcome:
         key = (env.journal, producer_id)
         producer = self._producers.get(key)
         if producer is None:
@@ -102,7 +114,7 @@ class Sequencer:
         if flags == Flags.ACK_TXN:
             return self._queue_ack(env, producer, clock)
         if flags == Flags.CONTINUE_TXN:
-            return self._queue_continue(env, producer, clock)
+            return _OUTCOMES[self._queue_continue(env, producer, clock)]
         return self._queue_outside(env, producer, clock)
 
     def queue_batch(self, envs: Sequence[Envelope], start: int = 0, *, acks: bool = True
@@ -155,40 +167,52 @@ class Sequencer:
                 producer.acked = True
                 self._pending.discard(producer)
         self._offsets[journal] = envs[-1].end
+        journal_series(journal).tally[1] += len(envs)  # OUTSIDE_COMMIT
         return True
 
     def _queue_each(self, envs: Sequence[Envelope], parts: Iterable[tuple[int, int, bytes]],
                     acks: bool) -> list[Envelope]:
-        """queue_batch message by message; `_stopped_at` counts the envelopes not queued."""
+        """queue_batch message by message; `_stopped_at` counts the envelopes not queued.
+
+        Each outcome adds 1 to its slot of the journal's metrics tally (QueueOutcome order).
+        """
         out: list[Envelope] = []
         producers, offsets, pending = self._producers, self._offsets, self._pending
         self._stopped_at = 0
+        journal, tally = "", [0] * len(_OUTCOMES)
         for index, (env, (clock, flags, pid)) in enumerate(zip(envs, parts, strict=False)):
+            if env.journal != journal:
+                journal = env.journal
+                tally = journal_series(journal).tally
             if clock == 0:  # No UUID: committed at once, not tracked (at-least-once).
-                offsets[env.journal] = env.end
+                offsets[journal] = env.end
                 out.append(env)
+                tally[1] += 1  # OUTSIDE_COMMIT
                 continue
-            producer = producers.get((env.journal, pid))
+            producer = producers.get((journal, pid))
             if producer is None:
-                producer = producers[(env.journal, pid)] = Producer(env.journal, pid, clock - 1,
-                                                                    clock - 1)
+                producer = producers[(journal, pid)] = Producer(journal, pid, clock - 1,
+                                                                clock - 1)
             if flags == _CONTINUE:
-                self._queue_continue(env, producer, clock)
+                tally[self._queue_continue(env, producer, clock)] += 1
                 continue
-            if clock <= producer.min_clock and flags != _ACK:  # OUTSIDE_ALREADY_ACKED
-                offsets[env.journal] = env.end
+            if clock <= producer.min_clock and flags != _ACK:
+                offsets[journal] = env.end
+                tally[0] += 1  # OUTSIDE_ALREADY_ACKED
                 continue
             if producer.begin != -1:  # Closes an open transaction: the caller's to step.
                 self._stopped_at = len(envs) - index
                 return out
             if flags == _ACK and clock <= producer.min_clock:
                 self._queue_ack(env, producer, clock)  # ACK_ROLLBACK of nothing open
+                tally[6] += 1
                 continue
             # OUTSIDE_COMMIT or ACK_EMPTY: a sequence of just this envelope, finished.
             producer.min_clock = producer.max_clock = clock
             producer.acked = True
             pending.discard(producer)
-            offsets[env.journal] = env.end
+            offsets[journal] = env.end
+            tally[7 if flags == _ACK else 1] += 1
             if acks or flags != _ACK:
                 out.append(env)
         return out
@@ -205,16 +229,17 @@ class Sequencer:
         self._dequeue = Dequeue(producer, env, clock)
         return QueueOutcome.OUTSIDE_COMMIT
 
-    def _queue_continue(self, env: Envelope, producer: Producer, clock: int) -> QueueOutcome:
+    def _queue_continue(self, env: Envelope, producer: Producer, clock: int) -> int:
+        """Queue a CONTINUE_TXN message; its outcome as an index of _OUTCOMES."""
         self._offsets[env.journal] = env.end
         if clock <= producer.min_clock:
-            return QueueOutcome.CONTINUE_ALREADY_ACKED
+            return 2  # CONTINUE_ALREADY_ACKED
         if clock <= producer.max_clock:
-            return QueueOutcome.CONTINUE_TXN_CLOCK_LARGER
-        outcome = QueueOutcome.CONTINUE_EXTEND_SPAN
+            return 3  # CONTINUE_TXN_CLOCK_LARGER
+        outcome = 5  # CONTINUE_EXTEND_SPAN
         if producer.begin == -1:
             producer.begin = env.begin
-            outcome = QueueOutcome.CONTINUE_BEGIN_SPAN
+            outcome = 4  # CONTINUE_BEGIN_SPAN
         producer.max_clock = clock
         self._ring.push(env, clock, producer)
         self._pending.add(producer)
@@ -260,7 +285,8 @@ class Sequencer:
         """Give the envelopes read from replay_range() (in order) to the sequence."""
         if self._dequeue is None or self._dequeue.replay is None:
             raise RuntimeError("no committed sequence is waiting for a replay")
-        self._dequeue.start_replay(envelopes)
+        journal = self._dequeue.replay[0]
+        self._dequeue.start_replay(envelopes, journal_series(journal).replayed)
 
     async def step(self) -> bool:
         """Finish the current `dequeued` (if any) and hand out the next committed envelope.

@@ -13,16 +13,16 @@ from pathlib import Path
 import aetcd
 import aiohttp
 import pytest_asyncio
-from prometheus_client.parser import text_string_to_metric_families
 
 from gazette_core.broker.service import Broker
 from gazette_core.testing.broker import journal_spec, journal_stub
 from gazette_core.testing.etcd import EtcdServer
 from tests.broker.http_support import http_broker
 from tests.broker.support import create
+from tests.metrics import scrape as exposition
+from tests.metrics.scrape import Samples, delta
 
 JOURNAL = "metrics/journal"
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -42,20 +42,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 async def scrape(http: aiohttp.ClientSession, broker: Broker) -> Samples:
-    async with http.get(f"{broker.http_endpoint}/metrics") as resp:
-        assert resp.status == 200
-        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        text = await resp.text()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    return value(after, name, **labels) - value(before, name, **labels)
+    return exposition.samples(await exposition.scrape(http, f"{broker.http_endpoint}/metrics"))
 
 
 async def test_appends_and_reads_move_their_counters(broker: Broker,
@@ -68,12 +55,15 @@ async def test_appends_and_reads_move_their_counters(broker: Broker,
         assert len(await resp.read()) == 1123  # both fragments, up to the write head
     after = await scrape(http, broker)
 
-    assert delta(before, after, "gazette_append_bytes_total") == 1123
+    # The gateway appends and reads as a client does, counting Go's client figures.
+    assert delta(before, after, "gazette_append_bytes_total", journal=JOURNAL) == 1123
+    assert delta(before, after, "gazette_read_bytes_total", journal=JOURNAL) == 1123
+    assert delta(before, after, "gazette_append_received_bytes_total") == 1123
     # A pulse (an empty append on a route change) may commit too, adding no bytes.
     assert 2 <= delta(before, after, "gazette_append_commits_total") <= 3
     assert delta(before, after, "gazette_append_committed_bytes_total") == 1123
     assert delta(before, after, "gazette_reads_total") == 1
-    assert delta(before, after, "gazette_read_bytes_total") == 1123
+    assert delta(before, after, "gazette_read_served_bytes_total") == 1123
     assert delta(before, after, "gazette_journal_server_started_totals",
                  operation="Append") == 2
     assert delta(before, after, "gazette_journal_server_completed_totals",

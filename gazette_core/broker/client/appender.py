@@ -17,10 +17,12 @@ import grpc
 
 from gazette_core.broker.client.backoff import Backoff
 from gazette_core.broker.client.call_status import StatusKeeper
+from gazette_core.broker.client.metrics import APPEND_BYTES
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import AppendError, GazetteError
+from gazette_core.metrics.families import Cell
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
@@ -88,16 +90,20 @@ def _first_request(
     )
 
 
-async def _send(call: grpc.aio.StreamUnaryCall, first: pb.AppendRequest, data: Content) -> None:
-    """Write the whole request stream, stopping early if the broker already answered."""
+async def _send(call: grpc.aio.StreamUnaryCall, first: pb.AppendRequest, data: Content,
+                sent: Cell) -> None:
+    """Write the whole request stream, stopping early if the broker already answered;
+    count the content bytes written into `sent`."""
     try:
         await call.write(first)
         if isinstance(data, bytes) and len(data) <= CHUNK_SIZE:
             if data:  # one chunk, the common small append: no generator to step through
                 await call.write(pb.AppendRequest(content=data))
+                sent.value += len(data)
         else:
             async for chunk in _chunks(data):
                 await call.write(pb.AppendRequest(content=chunk))
+                sent.value += len(chunk)
         await call.write(pb.AppendRequest())  # Commit intent.
     except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
         # The broker may answer (e.g. JOURNAL_NOT_FOUND) before reading the whole
@@ -134,7 +140,7 @@ async def append(
     call = target.stub.Append(timeout=timeout)
     status = StatusKeeper(call)
     try:
-        await _send(call, first, data)
+        await _send(call, first, data, APPEND_BYTES.cell(journal))
         resp: pb.AppendResponse = await call
     except grpc.aio.AioRpcError as err:
         failure = from_rpc_error(status.error(err), f"Append to {journal!r}")

@@ -37,6 +37,7 @@ import grpc
 from gazette_core.broker.client.failover import FailoverChannel
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.errors import GazetteError
+from gazette_core.metrics.grpc_client import MeteredChannel
 from gazette_core.server.client_auth import CallAuth, interceptors
 from gazette_core.server.tls import ClientTLS, client_credentials
 
@@ -197,10 +198,11 @@ def dial(address: str, config: ClientConfig | None = None) -> grpc.aio.Channel:
     channel = per_loop.get(key)
     # A caller may have closed the shared channel; replace it rather than hand it out.
     if channel is None or channel.get_state() == grpc.ChannelConnectivity.SHUTDOWN:
-        channel = _new_channel(target, secure, config)
-        per_loop[key] = channel
+        fresh = _new_channel(target, secure, config)
+        per_loop[key] = channel = fresh
         if config.watch is not None:
-            _start_watch(loop, config.watch(channel), target)
+            # Probes stay out of the gRPC client metrics: Go makes none.
+            _start_watch(loop, config.watch(fresh.inner), target)
     return channel
 
 
@@ -232,14 +234,15 @@ def _failover(endpoints: list[str], config: ClientConfig) -> FailoverChannel:
     return per_loop[key]
 
 
-def _new_channel(target: str, secure: bool, config: ClientConfig) -> grpc.aio.Channel:
+def _new_channel(target: str, secure: bool, config: ClientConfig) -> MeteredChannel:
     # Without authorization there are no interceptors, keeping calls on gRPC's direct path.
     hooks = interceptors(config.auth) if config.auth is not None else None
     options = list({**dict(CHANNEL_OPTIONS), **dict(config.options)}.items())
     if secure:
-        return grpc.aio.secure_channel(target, client_credentials(config.tls),
-                                       options=options, interceptors=hooks)
-    return grpc.aio.insecure_channel(target, options=options, interceptors=hooks)
+        return MeteredChannel(grpc.aio.secure_channel(
+            target, client_credentials(config.tls), options=options, interceptors=hooks))
+    return MeteredChannel(grpc.aio.insecure_channel(target, options=options,
+                                                    interceptors=hooks))
 
 
 def journal_stub(address: str | None = None, config: ClientConfig | None = None

@@ -59,11 +59,17 @@ async def read_direct(fragment: pb.Fragment, url: str, offset: int,
     source = _Fetched(stream)
     decode = pb.Fragment()
     decode.CopyFrom(fragment)
-    if fragment.compression_codec == pb.GZIP_OFFLOAD_DECOMPRESSION and not encoded:
-        decode.compression_codec = pb.NONE  # The store decompressed it for us.
+    # Metrics label what was fetched, as Go does: gzip still encoded is GZIP.
+    label = fragment.compression_codec
+    if fragment.compression_codec == pb.GZIP_OFFLOAD_DECOMPRESSION:
+        if encoded:
+            label = pb.GZIP
+        else:
+            decode.compression_codec = pb.NONE  # The store decompressed it for us.
     try:
         # read_fragment only opens the object: the fetched stream stands in for a store.
-        async for piece in read_fragment(cast(FragmentStore, source), decode, offset):
+        async for piece in read_fragment(cast(FragmentStore, source), decode, offset,
+                                         codec=label):
             yield piece
     except (GazetteError, OSError, ValueError) as exc:
         raise DirectReadError(fragment, str(exc)) from exc

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from gazette_core.broker.client.direct import read_direct
+from gazette_core.broker.client.metrics import READ_BYTES
 from gazette_core.broker.client.routing import Target, target_for
 from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -63,6 +64,7 @@ class Reader:
         self._file_root = file_root
         self._direct: AsyncGenerator[bytes, None] | None = None
         self.read_directly = False  # Whether a fragment came from its fragment_url.
+        self._read_bytes = READ_BYTES.cell(request.journal)
 
     @property
     def offset(self) -> int:
@@ -118,6 +120,7 @@ class Reader:
             raise
         chunk = chunk[:end - self._offset] if end else chunk
         self._offset += len(chunk)
+        self._read_bytes.value += len(chunk)
         self.read_directly = True
         return chunk
 
@@ -135,6 +138,7 @@ class Reader:
             )
         content: bytes = resp.content
         self._offset += len(content)
+        self._read_bytes.value += len(content)
         return content
 
     def _on_metadata(self, resp: pb.ReadResponse) -> None:

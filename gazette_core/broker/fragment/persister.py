@@ -20,6 +20,7 @@ from gazette_core.broker.fragment.postfix import evaluate as evaluate_postfix
 from gazette_core.broker.fragment.spool import Spool
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
+from gazette_core.broker.stores.metered import metered_store
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.tasks import wait_unwound
 
@@ -131,7 +132,8 @@ class Persister:
         """One attempt; returns the persisted fragment, or None when there is no store."""
         if not spec.fragment.stores:
             return None
-        store = get_store(spec.fragment.stores[0], self.file_root, self.file_only)
+        store = metered_store(get_store(spec.fragment.stores[0], self.file_root,
+                                        self.file_only))
         fragment = pb.Fragment()
         fragment.CopyFrom(spool.fragment)
         fragment.path_postfix = _postfix(spool, spec)
@@ -141,8 +143,8 @@ class Persister:
             offload = fragment.compression_codec == pb.GZIP_OFFLOAD_DECOMPRESSION
             encoding = "gzip" if offload else None
             await metrics.observe_store(provider, "persist", store.put(fragment, data, encoding))
-            metrics.STORE_PERSISTED_BYTES.labels(provider).inc(fragment.end - fragment.begin)
-        metrics.SPOOL_PERSISTED.inc()
+            metrics.STORE_PERSISTED_BYTES.cell(provider).value += fragment.end - fragment.begin
+        metrics.SPOOL_PERSISTED.value += 1
         fragment.backing_store = store.url
         fragment.mod_time = int(time.time())
         return fragment

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from gazette_core.broker.client.metrics import FragmentMeters
 from gazette_core.broker.codecs import new_decompressor
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
@@ -22,9 +23,13 @@ class FragmentReadError(GazetteError):
 
 
 async def read_fragment(
-    store: FragmentStore, fragment: pb.Fragment, offset: int
+    store: FragmentStore, fragment: pb.Fragment, offset: int, *, codec: int | None = None
 ) -> AsyncIterator[bytes]:
-    """Decompressed content of `fragment` from journal `offset` to its end, in chunks."""
+    """Decompressed content of `fragment` from journal `offset` to its end, in chunks.
+
+    Counted into the fragment reader metrics (client/metrics.py), labelled with
+    `codec` when given (the fragment's own, where `fragment` says how to decode).
+    """
     if not fragment.begin <= offset <= fragment.end:
         raise FragmentReadError(
             f"offset {offset} is outside fragment [{fragment.begin}, {fragment.end}) "
@@ -33,15 +38,19 @@ async def read_fragment(
     decompressor = new_decompressor(fragment.compression_codec)
     raw_codec = fragment.compression_codec == pb.NONE
     position = fragment.begin  # Journal offset of the next decompressed byte.
+    meters = FragmentMeters(fragment, codec)
     stored = store.open(fragment)
     try:
         async for chunk in stored:
+            meters.stored.value += len(chunk)
             # Decompression is CPU-bound; keep it off the event loop.
             data = chunk if raw_codec else await asyncio.to_thread(decompressor.decompress, chunk)
             piece = _after(data, position, offset)
             position += len(data)
             _check_length(fragment, position)
+            meters.discarded.value += len(data) - len(piece)
             if piece:
+                meters.read.value += len(piece)
                 yield piece
     finally:
         # A reader may stop early; close the store stream (and its file) right away.
@@ -57,7 +66,9 @@ async def read_fragment(
             f"fragment {content_path(fragment)} ended at offset {position}, "
             f"expected {fragment.end}"
         )
+    meters.discarded.value += len(tail) - len(piece)
     if piece:
+        meters.read.value += len(piece)
         yield piece
 
 

@@ -17,6 +17,7 @@ import hashlib
 import time
 import traceback
 
+from gazette_core.broker import metrics
 from gazette_core.broker.fragment.spool_file import SpoolFile, SpoolFullError
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
@@ -139,6 +140,9 @@ class Spool:
             completed = self._roll(proposal, registers)
 
         if fragments_equal(proposal, self.fragment) and registers == self.registers:
+            if self.delta:
+                metrics.SPOOL_ROLLBACKS.value += 1
+                metrics.SPOOL_ROLLBACK_BYTES.value += self.delta
             self._rollback()
             return pb.ReplicateResponse(), completed
         if self.delta > 0 and fragments_equal(proposal, self.proposal_with_delta()):
@@ -156,6 +160,7 @@ class Spool:
             # The new file first: should there be no room even for that, nothing changed.
             file = SpoolFile(proposal.end, self._directory)
             completed = self._detach()
+            metrics.SPOOL_COMPLETED.value += 1
             self._file = file
         else:
             # Nothing committed, so nothing else can hold the file: reuse it.
@@ -188,6 +193,8 @@ class Spool:
             self._sha = self._committed_sha.copy()
 
     def _commit(self, proposal: pb.Fragment, registers: pb.LabelSet) -> None:
+        metrics.SPOOL_COMMITS.value += 1
+        metrics.SPOOL_COMMIT_BYTES.value += self.delta
         committed = pb.Fragment()
         committed.CopyFrom(proposal)
         # Fresh objects rather than in-place edits: callers may hold the old ones.

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.stores.base import FragmentStore
+from gazette_core.broker.stores.metered import STORE_ACTIVE, health_checked
 from gazette_core.errors import GazetteError
 from gazette_core.tasks import BackgroundTask
 
@@ -108,6 +109,7 @@ class StoreHealth:
             log.info("fragment store %s is healthy again", self.store.url)
 
     async def _record(self, error: str) -> None:
+        health_checked(self.store.url, not error)
         async with self._changed:
             self.error = error
             self.checks += 1
@@ -183,6 +185,7 @@ class HealthMonitor:
                     "retry once unused checkers are swept")
             health = self._health[url] = StoreHealth(self._store_for(url))
             health.start()
+            STORE_ACTIVE.value += 1
             self._sweeper.start(self._sweep_forever)
         self._used.add(url)
         return health
@@ -199,6 +202,7 @@ class HealthMonitor:
         self._used.clear()
         for url in unused:
             await self._health.pop(url).stop()
+            STORE_ACTIVE.value -= 1
         if unused:
             log.debug("stopped %d unused fragment store health checker(s)", len(unused))
 
@@ -206,4 +210,5 @@ class HealthMonitor:
         await self._sweeper.stop()
         for health in self._health.values():
             await health.stop()
+        STORE_ACTIVE.value -= len(self._health)
         self._health.clear()

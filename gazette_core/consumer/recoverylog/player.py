@@ -6,7 +6,8 @@ to an FSM and re-enacts applied ops in `<dir>/.fnodes/`. At the write head it
 either stops (`finish_at_write_head`), claims the log for a new recorder
 (`inject_handoff`), or tails the log until told which. Once done, staged
 files are linked to their paths (`make_live`). On any failure the directory
-is removed, never left half-built.
+is removed, never left half-built. The bytes of file content played back count
+into `gazette_recoverylog_recovered_bytes_total`, as Go counts them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from gazette_core.consumer.recoverylog.playback_errors import (
 )
 from gazette_core.consumer.recoverylog.progress import Progress
 from gazette_core.consumer.recoverylog.staging import Staging
+from gazette_core.metrics.families import Counter
 
 if TYPE_CHECKING:
     from gazette_core.broker.client.routing import JournalClient
@@ -51,6 +53,8 @@ log = logging.getLogger(__name__)
 # Frames are small (paths and offsets; payloads travel outside them). A larger
 # length after a magic word is garbage that happens to contain the magic.
 MAX_FRAME = 64 << 20
+RECOVERED_BYTES = Counter("gazette_recoverylog_recovered_bytes_total",
+                          "Bytes of files played back from recovery logs.").cell()
 
 
 @dataclass
@@ -296,6 +300,7 @@ async def _copy_payload(reader: LogReader, staging: Staging, op: rpb.RecordedOp)
             n = len(view)
             view.release()
             reader.consume(n)
+            RECOVERED_BYTES.value += n
             remaining, offset = remaining - n, offset + n
     except (AtHead, Jumped) as err:
         raise PlaybackError(

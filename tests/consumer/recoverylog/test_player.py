@@ -85,7 +85,10 @@ async def test_plays_every_op_kind_from_offset_zero(stub: pb_grpc.JournalStub,
     await put(stub, *ops)
     last = await put(stub, w.write(c, 500, b"x" * 10))
     out = tmp_path / "out"
+    recovered = player_mod.RECOVERED_BYTES.value
     player, resolved = await play(stub, out)
+    # Every write's payload reached the disk (the unlinked file's too), as Go counts it.
+    assert player_mod.RECOVERED_BYTES.value - recovered == 7 + 5 + 1000 + 4 + 10
     assert tree(out) == {
         "a": b"hello, world", "a-again": b"hello, world", "IDENTITY": b"id\n",
         "sub/dir/c.txt": b"C" * 500 + b"x" * 10 + b"C" * 490,
