@@ -16,8 +16,8 @@ from typing import Any, NoReturn, TypeVar
 
 C = TypeVar("C")
 
-# (flag, field, type, environment variable, help)
-Flag = tuple[str, str, type, str, str]
+# (flag, field, type, environment variable, help); the type may be a function of the text.
+Flag = tuple[str, str, Callable[[Any], Any], str, str]
 # What is wrong with a flag's value, or None when it is fine.
 Check = Callable[[Any], str | None]
 
@@ -49,10 +49,10 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
             continue
         value = os.environ.get(env, getattr(defaults, name))
         try:
-            default = kind(value)
+            parsed = None if value is None else kind(value)  # None: the flag is unset
         except ValueError:
             parser.error(f"${env} must be a {kind.__name__}, not {value!r}")
-        parser.add_argument(flag, dest=name, type=kind, default=default, help=help_text)
+        parser.add_argument(flag, dest=name, type=kind, default=parsed, help=help_text)
     ns = parser.parse_args(argv)
     for flag, name, *_ in flags:
         if name in positive and getattr(ns, name) <= 0:

@@ -19,10 +19,9 @@ _ids = itertools.count(1)
 
 
 def broker_config(etcd_endpoint: str, file_root: str, **overrides: object) -> BrokerConfig:
-    """A broker config on 127.0.0.1 with a free port and a short lease."""
+    """A broker config on 127.0.0.1 with a free port (gRPC and HTTP) and a short lease."""
     base = BrokerConfig(host="127.0.0.1", port=0, zone="local", id=f"broker-{next(_ids):03d}",
-                        file_root=file_root, etcd_address=etcd_endpoint, etcd_lease=5,
-                        http_port=-1)
+                        file_root=file_root, etcd_address=etcd_endpoint, etcd_lease=5)
     return replace(base, **overrides)  # type: ignore[arg-type]
 
 
