@@ -146,7 +146,8 @@ class Broker:
         self.serving.bind(lambda address: self.security.add_port(server, address))
         await self.server.start()
         if self.serving.http is not None:
-            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
+            self.http_gateway = HttpGateway(self.serving.loopback(self.endpoint),
+                                            self.security.peer_stub,
                                             idle_timeout=self.config.http_idle_timeout)
             self.serving.http.add_routes(self.http_gateway.routes())
         await self.serving.start()

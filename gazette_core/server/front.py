@@ -83,6 +83,14 @@ class Front:
         else:  # a long $TMPDIR: loopback TCP instead
             self._grpc_port = add_port("127.0.0.1:0")
 
+    @property
+    def grpc_loopback(self) -> str | None:
+        """An endpoint reaching the gRPC server directly, past the relay (None with TLS:
+        the gRPC server's certificate names the public host)."""
+        if self.tls is not None or not self._dir:
+            return None
+        return f"unix://{self._grpc_path}" if self._grpc_path else f"127.0.0.1:{self._grpc_port}"
+
     def serve(self, http: HttpFactory | None) -> None:
         """Start accepting; HTTP connections go to `http` (None: they are closed)."""
         self._http = http

@@ -2,8 +2,8 @@
 
 Each socket gets an asyncio transport whose protocol writes what it
 receives to the other: a full write buffer pauses reading on the other side
-(back-pressure), an end of stream is passed on as a half-close, and a lost
-connection closes the other one.
+(back-pressure), and either side's end of stream, reset or error closes the
+other one (after writing what it still holds, unless it was an error).
 
 Relaying in threads by splice(2) was measured too (bench/front_bench.py):
 as fast while the event loop idles, but once the loop is busy with Python
@@ -54,7 +54,6 @@ class _Half(asyncio.Protocol):
         self.peer: _Half
         self.transport: asyncio.Transport | None = None
         self._ended = ended
-        self._eof = False
         self._lost = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -79,14 +78,10 @@ class _Half(asyncio.Protocol):
         self.peer.resume()
 
     def eof_received(self) -> bool:
-        self._eof = True
-        peer = self.peer.transport
-        if peer is not None and not peer.is_closing() and peer.can_write_eof():
-            peer.write_eof()
-        if self.peer._eof:  # both directions are done: flush, then close
-            self.close()
-            self.peer.close()
-        return True  # keep this side open for what the peer still sends
+        # HTTP/2 ends streams with frames, never by half-closing: either side's end
+        # of stream ends the connection, once what it sent has been passed on.
+        self.peer.close()
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True

@@ -74,6 +74,11 @@ class Serving:
             return None
         return self.port if self.front is not None else self.http.port
 
+    def loopback(self, endpoint: str) -> str:
+        """How the process's own HTTP handlers best reach its gRPC server at `endpoint`."""
+        direct = self.front.grpc_loopback if self.front is not None else None
+        return direct or endpoint
+
     def bind(self, add_grpc_port: Callable[[str], int]) -> None:
         """Listen on the service port, and have gRPC listen where it should (`add_grpc_port`)."""
         flag, host = f"{self.ports.flag}.port", self.ports.host or "0.0.0.0"
