@@ -25,7 +25,8 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
 
-from gazette_core.server.listen import listen_socket, unix_path
+from gazette_core.errors import with_type
+from gazette_core.server.listen import binding, listen_socket, unix_path
 from gazette_core.server.relay import relay as relay_on_loop
 from gazette_core.server.sniff import Kind, sniff
 from gazette_core.tasks import cancel_and_wait
@@ -78,10 +79,12 @@ class Front:
         self._dir = tempfile.mkdtemp(prefix="gazette-grpc-")
         path = os.path.join(self._dir, "grpc.sock")
         if len(path) <= _MAX_UNIX_PATH:
-            add_port(f"unix:{path}")
+            with binding(self.flag, f"unix://{path}"):
+                add_port(f"unix:{path}")
             self._grpc_path = path
         else:  # a long $TMPDIR: loopback TCP instead
-            self._grpc_port = add_port("127.0.0.1:0")
+            with binding(self.flag, "127.0.0.1:0"):
+                self._grpc_port = add_port("127.0.0.1:0")
 
     @property
     def grpc_loopback(self) -> str | None:
@@ -156,6 +159,8 @@ class Front:
                 taken = True
         except (OSError, TimeoutError, ssl.SSLError) as exc:
             log.debug("%s: connection dropped before it was served: %s", self.flag, exc)
+        except Exception as exc:  # one connection's failure ends only that connection
+            log.warning("%s: connection dropped: %s", self.flag, with_type(exc))
         finally:
             if not taken:
                 sock.close()

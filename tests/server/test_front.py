@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from gazette_core.server.front import Front
+from gazette_core.server.http_mux import HttpMux
 from gazette_core.server.listen import ListenError
 from gazette_core.server.sniff import PREFACE
 from tests.server.front_support import Served, method, open_sockets, served
@@ -38,6 +39,22 @@ async def test_grpc_and_http_share_the_port() -> None:
             assert (resp.status, await resp.text()) == (200, "hello over http")
         async with http.get(f"http://{s.target}/debug/ready") as resp:
             assert (resp.status, await resp.read()) == (200, b"")
+
+
+async def test_ready_answers_503_until_the_process_serves() -> None:
+    ready = False
+    mux = HttpMux(lambda: ready)
+    await mux.start()
+    try:
+        await mux.listen("--test.http-port", "127.0.0.1", 0)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{mux.port}/debug/ready") as resp:
+                assert resp.status == 503
+            ready = True
+            async with http.get(f"http://127.0.0.1:{mux.port}/debug/ready") as resp:
+                assert (resp.status, await resp.read()) == (200, b"")
+    finally:
+        await mux.stop()
 
 
 async def test_large_streams_both_ways_arrive_byte_identical() -> None:
