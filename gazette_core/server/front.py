@@ -51,6 +51,8 @@ class Front:
                  tls: ssl.SSLContext | None = None, sniff_timeout: float = SNIFF_TIMEOUT_S,
                  relay: Relay = relay_on_loop) -> None:
         self.flag, self.host, self.requested = flag, host or "0.0.0.0", port
+        # The bound TCP port once bound, or the `unix://` URL listened on.
+        self.port: int | str = port
         self.tls = tls
         self.sniff_timeout = sniff_timeout
         self._relay = relay
@@ -65,14 +67,8 @@ class Front:
     def bind(self) -> None:
         """Listen on the public port; ListenError names the flag when it cannot."""
         self._listener = listen_socket(self.flag, self.host, self.requested)
-
-    @property
-    def port(self) -> int | str:
-        """The bound TCP port, or the `unix://` URL listened on."""
-        if unix_path(self.requested) is not None:
-            return self.requested
-        assert self._listener is not None
-        return int(self._listener.getsockname()[1])
+        if unix_path(self.requested) is None:
+            self.port = int(self._listener.getsockname()[1])
 
     def attach_grpc(self, add_port: Callable[[str], int]) -> None:
         """Have the gRPC server listen (through `add_port`) where gRPC connections go."""
