@@ -15,6 +15,7 @@ import pytest_asyncio
 from aetcd import rpc
 
 from gazette_core.keyspace.etcd_util import connect
+from gazette_core.server.debug import awaiting
 from gazette_core.testing.etcd import EtcdServer
 
 # key=b"\0" with range_end=b"\0" addresses every key in etcd.
@@ -74,22 +75,5 @@ def _show_tasks(test: str) -> None:
           file=sys.stderr)
     for task in asyncio.all_tasks():
         print(f"--- {task.get_name()}", file=sys.stderr)
-        for line in _awaiting(task.get_coro()):
+        for line in awaiting(task.get_coro()):
             print(f"    {line}", file=sys.stderr)
-
-
-def _awaiting(awaitable: object) -> list[str]:
-    """Where a coroutine stands, down the chain of what each frame awaits."""
-    lines = []
-    for _ in range(40):
-        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "ag_frame", None) \
-            or getattr(awaitable, "gi_frame", None)
-        if frame is None:
-            lines.append(repr(awaitable)[:300])
-            break
-        lines.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
-        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "ag_await", None) \
-            or getattr(awaitable, "gi_yieldfrom", None)
-        if awaitable is None:
-            break
-    return lines

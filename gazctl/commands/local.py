@@ -53,8 +53,8 @@ def up(directory: str | None = Dir,
                            consumers=consumers, app=consumer_app)
     stdout.print(f"local stack running in {path}", highlight=False)
     for row in stack.status():
-        http = f"  (HTTP {row['http']})" if row["http"] else ""
-        stdout.print(f"  {row['name']:<10} pid {row['pid']:<8} {row['endpoint']}{http}",
+        # Brokers and consumers serve gRPC and HTTP alike on their endpoint.
+        stdout.print(f"  {row['name']:<10} pid {row['pid']:<8} {row['endpoint']}",
                      highlight=False)
     stdout.print(f"fragments are stored under {path / 'fragments'} (store URL file:///)",
                  highlight=False)

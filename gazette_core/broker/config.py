@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
-from gazette_core.server import flag_checks
+from gazette_core.server import flag_checks, listen
 from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
 from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
@@ -15,7 +15,7 @@ class BrokerConfig:
     """Settings of one broker process; field names follow the flag names."""
 
     host: str = ""
-    port: int = 8080
+    port: int | str = 8080  # or unix:///path
     zone: str = "local"
     id: str = ""
     limit: int = 1024
@@ -27,7 +27,7 @@ class BrokerConfig:
     etcd_lease: float = Duration(20)
     log_level: str = "warn"
     file_only: bool = False
-    http_port: int = 8081
+    http_port: int | None = None  # None: HTTP shares the service port
     auth_keys: str = ""
     server_cert_file: str = ""
     server_cert_key_file: str = ""
@@ -52,13 +52,17 @@ class BrokerConfig:
     etcd_cert_key_file: str = ""
     etcd_trusted_ca_file: str = ""
     log_format: str = "text"
+    debug_port: int | None = None
+    debug_private: bool = False
 
     @property
     def suffix(self) -> str:
         return self.id or socket.gethostname()
 
-    def endpoint(self, port: int) -> str:
-        """The advertised URL: https when this broker serves TLS."""
+    def endpoint(self, port: int | str) -> str:
+        """The advertised URL: https when this broker serves TLS; a unix:// port as it is."""
+        if isinstance(port, str):
+            return port
         scheme = "https" if self.server_cert_file else "http"
         return f"{scheme}://{self.host or socket.gethostname()}:{port}"
 
@@ -66,7 +70,8 @@ class BrokerConfig:
 # (flag, field, type, environment variable, help)
 FLAGS: list[Flag] = [
     ("--broker.host", "host", str, "BROKER_HOST", "Addressable, advertised hostname"),
-    ("--broker.port", "port", int, "BROKER_PORT", "Service port for gRPC (0: any free)"),
+    ("--broker.port", "port", listen.port, "BROKER_PORT",
+     "Service port for gRPC and HTTP, or unix:///path (0: any free)"),
     ("--broker.zone", "zone", str, "BROKER_ZONE", "Availability zone of this broker"),
     ("--broker.id", "id", str, "BROKER_ID", "Unique ID of this broker within its zone"),
     ("--broker.limit", "limit", int, "BROKER_LIMIT", "Maximum journals served by this broker"),
@@ -84,7 +89,8 @@ FLAGS: list[Flag] = [
     ("--broker.file-only", "file_only", bool, "BROKER_FILE_ONLY",
      "Map every fragment store to file:/// under --broker.file-root (development)"),
     ("--broker.http-port", "http_port", int, "BROKER_HTTP_PORT",
-     "Port of the HTTP gateway and /metrics (0: any free port, -1: none)"),
+     "A port of its own for HTTP: the content gateway and /debug/ (unset: the service port; "
+     "0: any free port; -1: no HTTP)"),
     ("--broker.auth-keys", "auth_keys", str, "BROKER_AUTH_KEYS",
      "Base64 HMAC keys separated by whitespace or commas; the first signs, any verifies. "
      "Empty: no authorization"),
@@ -128,6 +134,10 @@ FLAGS: list[Flag] = [
      "Bytes per second a client must sustain while it streams an append, after a first "
      "second of grace, or the append is aborted (0: no minimum)"),
     *ETCD_LOG_FLAGS,
+    ("--debug.port", "debug_port", int, "DEBUG_PORT",
+     "Port serving the /debug/ paths (too), on every interface"),
+    ("--debug.private", "debug_private", bool, "DEBUG_PRIVATE",
+     "Serve the /debug/ paths only on --debug.port, not on the service port"),
 ]
 
 
@@ -136,7 +146,8 @@ POSITIVE = frozenset({"persist_on_stop_timeout", "http_header_timeout", "http_id
 
 
 CHECKS: dict[str, Check] = {
-    "port": flag_checks.port, "http_port": flag_checks.port_or_none,
+    "port": flag_checks.service_port, "http_port": flag_checks.port_or_none,
+    "debug_port": flag_checks.optional_port,
     "log_level": flag_checks.log_level, "etcd_address": flag_checks.etcd_address,
     "etcd_prefix": lambda v: flag_checks.etcd_prefix(v) if v else "must not be empty",
     "file_root": flag_checks.directory, "spool_dir": flag_checks.directory,

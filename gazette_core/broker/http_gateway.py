@@ -1,18 +1,16 @@
-"""The HTTP gateway (broker.md 6): GET/HEAD read a journal, PUT appends to it; plus /metrics
-and the /v1/ JSON gateway (server.json_gateway).
+"""The HTTP content gateway of a broker: GET/HEAD read a journal, PUT appends to it.
 
 Requests become Read and Append RPCs to the local broker, which proxies them
 to the journal's members as any client call, so the gateway holds no journal
-state. An `Authorization` header rides along as gRPC metadata. It listens on
-its own port (`--broker.http-port`): the gRPC server owns the broker port.
+state. An `Authorization` header rides along as gRPC metadata. Its route
+takes every path the broker's HTTP mux (server/http_mux.py) leaves over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
@@ -27,20 +25,13 @@ from gazette_core.broker.http_requests import append_journal, read_request
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, StatusError
 from gazette_core.server.client_auth import with_authorization
-from gazette_core.server.json_gateway import broker_gateway
+from gazette_core.server.http_mux import IDLE_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from gazette_core.broker.config import BrokerConfig
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 log = logging.getLogger(__name__)
 
-# Blocking reads never end by themselves; a stopping gateway cuts them after this.
-SHUTDOWN_TIMEOUT_S = 1.0
-# Defaults of --broker.http-header-timeout and --broker.http-idle-timeout.
-HEADER_TIMEOUT_S = 30.0
-IDLE_TIMEOUT_S = 60.0
-LINGER_S = 10.0
 _READ_STATUS_CODES = {pb.OK: 206, pb.JOURNAL_NOT_FOUND: 404,
                       pb.INSUFFICIENT_JOURNAL_BROKERS: 503, pb.OFFSET_NOT_YET_AVAILABLE: 416}
 
@@ -63,33 +54,17 @@ def _error_text(exc: GazetteError) -> str:
 
 
 @web.middleware
-async def _count_requests(request: web.Request,
-                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                          ) -> web.StreamResponse:
+async def count_requests(request: web.Request,
+                         handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                         ) -> web.StreamResponse:
+    """Count each answered request by method and status code."""
     response = await handler(request)
     metrics.HTTP_REQUESTS.cell(request.method, str(response.status)).value += 1
     return response
 
 
-def server_ssl_context(config: BrokerConfig) -> ssl.SSLContext | None:
-    """TLS of a broker serving TLS: its certificate; client certificates with a server CA."""
-    if not config.server_cert_file:
-        return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(config.server_cert_file, config.server_cert_key_file)
-    if config.server_ca_file:
-        context.load_verify_locations(config.server_ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
-
-
-async def _serve_metrics(_: web.Request) -> web.Response:
-    body, content_type = metrics.exposition()
-    return web.Response(body=body, headers={"Content-Type": content_type})
-
-
 class HttpGateway:
-    """An aiohttp server in front of the broker at `broker_endpoint`.
+    """The content gateway's route, in front of the broker at `broker_endpoint`.
 
     `connect` makes the stub the gateway calls it through; a broker passes
     its peer stub, which speaks TLS to a TLS broker. It carries no token of
@@ -98,47 +73,15 @@ class HttpGateway:
 
     def __init__(self, broker_endpoint: str,
                  connect: Callable[[str], JournalAsyncStub] = journal_stub,
-                 header_timeout: float = HEADER_TIMEOUT_S,
-                 idle_timeout: float = IDLE_TIMEOUT_S,
-                 allow_origins: Sequence[str] = ()) -> None:
+                 idle_timeout: float = IDLE_TIMEOUT_S) -> None:
         self.broker_endpoint = broker_endpoint
-        self._allow_origins = allow_origins
         self._connect = connect
-        self._header_timeout = header_timeout
         self._idle_timeout = idle_timeout
-        self.port = 0
-        self._runner: web.AppRunner | None = None
+        self.port: int | str = 0  # where it is served, once it is
 
-    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
-        """Listen on `host:port` ("": every interface, port 0: any free one); HTTPS with `tls`."""
-        app = web.Application(middlewares=[_count_requests])
-        app.router.add_get("/metrics", _serve_metrics)
-        app.add_subapp("/v1", broker_gateway(lambda: self._connect(self.broker_endpoint),
-                                             self._allow_origins))
-        app.router.add_route("*", "/{journal:.*}", self._serve)
-        # Cancelling the handler of a vanished client ends its Read or Append RPC.
-        # aiohttp's keep-alive timer runs from a connection's opening and from
-        # each response, and data arriving does not restart it: a client that
-        # does not finish a request head within it (sending slowly or not at
-        # all) is disconnected. After an early answer, the unread rest of a
-        # body is drained for at most the idle timeout too (aiohttp: 10 s).
-        runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                               shutdown_timeout=SHUTDOWN_TIMEOUT_S, handler_cancellation=True,
-                               keepalive_timeout=self._header_timeout,
-                               lingering_time=min(LINGER_S, self._idle_timeout))
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host or "0.0.0.0", port, ssl_context=tls).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = runner.addresses[0][1]
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+    def routes(self) -> list[web.AbstractRouteDef]:
+        """The gateway's route: every path names a journal."""
+        return [web.route("*", "/{journal:.*}", self._serve)]
 
     def _stub(self, request: web.Request) -> JournalAsyncStub:
         return with_authorization(self._connect(self.broker_endpoint),

@@ -22,7 +22,7 @@ from gazette_core.allocator.keys import member_key
 from gazette_core.broker import keepalive, suspension
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
-from gazette_core.broker.http_gateway import HttpGateway, server_ssl_context
+from gazette_core.broker.http_gateway import HttpGateway, count_requests
 from gazette_core.broker.metrics import JournalServerMetrics
 from gazette_core.broker.pipeline import Pipeline
 from gazette_core.broker.pipeline_sync import synchronize
@@ -43,8 +43,10 @@ from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server import backlog
 from gazette_core.server.common_flags import etcd_tls
-from gazette_core.server.listen import binding, check_bindable
+from gazette_core.server.json_gateway import broker_gateway
 from gazette_core.server.process import quietly, start_or_undo
+from gazette_core.server.serving import Ports, Serving
+from gazette_core.server.tls import server_ssl_context
 from gazette_core.server.tolerant_decoding import add_tolerant
 from gazette_core.tasks import BackgroundTask
 
@@ -82,8 +84,14 @@ class Broker:
         self.store_health = HealthMonitor(self.store_for, config.store_health_sweep,
                                           config.store_health_limit)
         self.server: grpc.aio.Server | None = None
+        self.serving = Serving(
+            Ports("--broker", config.host, config.port, config.http_port, config.debug_port,
+                  config.debug_private),
+            tls=server_ssl_context(config.server_cert_file, config.server_cert_key_file,
+                                   config.server_ca_file),
+            header_timeout=config.http_header_timeout, idle_timeout=config.http_idle_timeout,
+            middlewares=[count_requests])
         self.http_gateway: HttpGateway | None = None
-        self.port = 0
         self.announcement: Announcement | None = None
         self.allocator: Allocator | None = None
         self._pulsing = BackgroundTask("pulse")
@@ -100,14 +108,19 @@ class Broker:
         await self.stop()
 
     @property
+    def port(self) -> int | str:
+        """The service port listened on (a unix:// URL for a unix socket)."""
+        return self.serving.port
+
+    @property
     def endpoint(self) -> str:
         return self.config.endpoint(self.port)
 
     @property
     def http_endpoint(self) -> str | None:
-        """The HTTP gateway's URL, or None when it is disabled (or not started)."""
-        gateway = self.http_gateway
-        return self.config.endpoint(gateway.port) if gateway is not None else None
+        """The HTTP gateway's URL (by default `endpoint`), or None when there is no HTTP."""
+        port = self.serving.http_port
+        return self.config.endpoint(port) if port is not None else None
 
     def store_for(self, url: str) -> FragmentStore:
         """The store serving `url` here (file:/// under the file root with --broker.file-only)."""
@@ -132,19 +145,21 @@ class Broker:
                      *keepalive.server_options(), *backlog.server_options()],
             interceptors=[JournalServerMetrics(), *self.security.interceptors()])
         add_tolerant(pb_grpc.add_JournalServicer_to_server, JournalServicer(self), self.server)
-        host = self.config.host or "0.0.0.0"
-        check_bindable("--broker.port", host, self.config.port)
-        with binding("--broker.port", f"{host}:{self.config.port}"):
-            self.port = self.security.add_port(self.server, f"{host}:{self.config.port}")
+        server = self.server
+        self.serving.bind(lambda address: self.security.add_port(server, address))
         await self.server.start()
-        if self.config.http_port >= 0:
-            self.http_gateway = HttpGateway(self.endpoint, self.security.peer_stub,
-                                            header_timeout=self.config.http_header_timeout,
-                                            idle_timeout=self.config.http_idle_timeout,
-                                            allow_origins=self.config.allow_origin)
-            tls = server_ssl_context(self.config)
-            with binding("--broker.http-port", f"{host}:{self.config.http_port}"):
-                await self.http_gateway.start(self.config.host, self.config.http_port, tls)
+        if self.serving.http is not None:
+            own = self.serving.loopback(self.endpoint)
+            self.http_gateway = HttpGateway(own,
+                                            self.security.peer_stub,
+                                            idle_timeout=self.config.http_idle_timeout)
+            self.serving.http.add_routes(self.http_gateway.routes())
+            self.serving.http.mount("/v1", broker_gateway(
+                lambda: self.security.peer_stub(own),
+                self.config.allow_origin))
+        await self.serving.start()
+        if self.http_gateway is not None:
+            self.http_gateway.port = self.serving.http_port or 0
         await self._announce()
         self.keyspace.start()
         await self.keyspace.wait_for_revision(self.keyspace.revision)
@@ -153,6 +168,7 @@ class Broker:
                                    self._desired_replication)
         self.allocator.start()
         self._pulsing.start(self.pulse.run)
+        self.serving.ready = True
         log.info("broker serving", extra={"endpoint": self.endpoint})
 
     def _member_key(self) -> str:
@@ -200,8 +216,7 @@ class Broker:
             # Freeze our view of the assignments: one vanishing now would tear
             # its replica down behind the persisting below.
             await quietly("stopping the keyspace watch", self.keyspace.stop())
-        if self.http_gateway is not None:
-            await quietly("stopping the HTTP gateway", self.http_gateway.stop())
+        await quietly("stopping the HTTP server", self.serving.stop_http())
         if not lost and self.announcement is not None and self.allocator is not None:
             await quietly("draining", self._drain(drain_timeout))
         await quietly("stopping the pulse", self._pulsing.stop())
@@ -213,8 +228,10 @@ class Broker:
         # The persister logs any spools it gave up on.
         await self.persister.stop(timeout=self.config.persist_on_stop_timeout)
         await self.store_health.stop()
+        await quietly("closing the service port", self.serving.close_listener())
         if self.server is not None:
             await self.server.stop(grace=1.0)
+        await quietly("closing the service port's connections", self.serving.stop())
         await self.keyspace.stop()
         if self.announcement is not None:
             await quietly("revoking the lease", self.announcement.revoke())

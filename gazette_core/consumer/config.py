@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
-from gazette_core.server import flag_checks
+from gazette_core.server import flag_checks, listen
 from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
 from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
@@ -23,12 +23,12 @@ class ConsumerConfig:
 
     app: str = ""
     host: str = ""
-    port: int = 8080
+    port: int | str = 8080  # or unix:///path
     zone: str = "local"
     id: str = ""
     limit: int = 32
     max_hot_standbys: int = 3
-    http_port: int = 8081
+    http_port: int | None = None  # None: HTTP shares the service port
     data_dir: str = ""
     hint_interval: float = Duration(300)
     auth_keys: str = ""
@@ -58,6 +58,8 @@ class ConsumerConfig:
     etcd_cert_key_file: str = ""
     etcd_trusted_ca_file: str = ""
     log_format: str = "text"
+    debug_port: int | None = None
+    debug_private: bool = False
 
     @property
     def suffix(self) -> str:
@@ -74,8 +76,10 @@ class ConsumerConfig:
             return self.etcd_prefix.rstrip("/")
         return PREFIX_BASE + (self.app.rpartition(":")[2] or "app")
 
-    def endpoint(self, port: int) -> str:
-        """The advertised URL: https when this consumer serves TLS."""
+    def endpoint(self, port: int | str) -> str:
+        """The advertised URL: https when this consumer serves TLS; a unix:// port as it is."""
+        if isinstance(port, str):
+            return port
         scheme = "https" if self.server_cert_file else "http"
         return f"{scheme}://{self.host or socket.gethostname()}:{port}"
 
@@ -84,7 +88,8 @@ FLAGS: list[Flag] = [
     ("--app", "app", str, "CONSUMER_APP",
      "The application object as package.module:Attr (a class is instantiated)"),
     ("--consumer.host", "host", str, "CONSUMER_HOST", "Addressable, advertised hostname"),
-    ("--consumer.port", "port", int, "CONSUMER_PORT", "Service port for gRPC (0: any free)"),
+    ("--consumer.port", "port", listen.port, "CONSUMER_PORT",
+     "Service port for gRPC and HTTP, or unix:///path (0: any free)"),
     ("--consumer.zone", "zone", str, "CONSUMER_ZONE", "Availability zone of this process"),
     ("--consumer.id", "id", str, "CONSUMER_ID", "Unique ID of this process within its zone"),
     ("--consumer.limit", "limit", int, "CONSUMER_LIMIT",
@@ -92,7 +97,8 @@ FLAGS: list[Flag] = [
     ("--consumer.max-hot-standbys", "max_hot_standbys", int, "CONSUMER_MAX_HOT_STANDBYS",
      "Cap on the hot standbys of any shard"),
     ("--consumer.http-port", "http_port", int, "CONSUMER_HTTP_PORT",
-     "Port of /metrics and the application's HTTP routes (0: any free port, -1: none)"),
+     "A port of its own for HTTP: /debug/ and the application's routes (unset: the service "
+     "port; 0: any free port; -1: no HTTP)"),
     ("--consumer.data-dir", "data_dir", str, "CONSUMER_DATA_DIR",
      "Directory of the shards' local stores (default: the system temp directory)"),
     ("--consumer.hint-interval", "hint_interval", Duration, "CONSUMER_HINT_INTERVAL",
@@ -148,11 +154,16 @@ FLAGS: list[Flag] = [
      "The brokers' --broker.file-root as mounted here: file:// fragments are read from it "
      "directly (with --broker.cache.size)"),
     *ETCD_LOG_FLAGS,
+    ("--debug.port", "debug_port", int, "DEBUG_PORT",
+     "Port serving the /debug/ paths (too), on every interface"),
+    ("--debug.private", "debug_private", bool, "DEBUG_PRIVATE",
+     "Serve the /debug/ paths only on --debug.port, not on the service port"),
 ]
 
 POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})
 CHECKS: dict[str, Check] = {
-    "port": flag_checks.port, "http_port": flag_checks.port_or_none,
+    "port": flag_checks.service_port, "http_port": flag_checks.port_or_none,
+    "debug_port": flag_checks.optional_port,
     "log_level": flag_checks.log_level, "etcd_prefix": flag_checks.etcd_prefix,
     "etcd_address": flag_checks.etcd_address, "broker_address": flag_checks.broker_address,
     "data_dir": flag_checks.directory,

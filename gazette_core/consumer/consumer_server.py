@@ -1,9 +1,10 @@
 """A consumer process's servers: gRPC (the Shard API plus the app's services) and HTTP.
 
 The gRPC server verifies tokens as brokers do when `--consumer.auth-keys` is
-set and serves TLS with a server certificate. The HTTP server serves
-`/metrics`, the `/v1/` JSON gateway of the Shard API (server.json_gateway)
-and whatever routes the application adds. The application
+set and serves TLS with a server certificate. The HTTP server serves the
+/debug/ paths, the `/v1/` JSON gateway of the Shard API (server.json_gateway)
+and whatever routes the application adds; both share the service port unless
+`--consumer.http-port` is given (see server/serving.py). The application
 registers both kinds in `init_application`, before either server starts.
 """
 
@@ -14,11 +15,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import grpc
-from aiohttp import web
 
 from gazette_core.broker import keepalive
 from gazette_core.broker.client.channel import dial
-from gazette_core.broker.metrics import exposition
 from gazette_core.consumer.app import InitArgs, call
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
@@ -27,8 +26,9 @@ from gazette_core.metrics.grpc_server import ServerMetrics
 from gazette_core.server import auth, backlog
 from gazette_core.server.interceptor import JOURNAL_CAPABILITIES, AuthInterceptor
 from gazette_core.server.json_gateway import consumer_gateway
-from gazette_core.server.listen import binding, check_bindable
-from gazette_core.server.tls import server_credentials
+from gazette_core.server.process import quietly
+from gazette_core.server.serving import Ports, Serving
+from gazette_core.server.tls import server_credentials, server_ssl_context
 
 if TYPE_CHECKING:
     from gazette_core.consumer.service import ConsumerService
@@ -41,7 +41,7 @@ GRPC_OPTIONS = [("grpc.max_send_message_length", 16 * 1024 * 1024),
 
 
 class ConsumerServer:
-    """The gRPC and HTTP servers of one consumer process."""
+    """The gRPC and HTTP servers of one consumer process, on its one port by default."""
 
     def __init__(self, service: ConsumerService) -> None:
         config = service.config
@@ -52,11 +52,22 @@ class ConsumerServer:
             raise auth.AuthError(f"--consumer.auth-keys: {exc}") from None
         self.credentials = server_credentials(config.server_cert_file,
                                               config.server_cert_key_file, config.server_ca_file)
+        self.serving = Serving(
+            Ports("--consumer", config.host, config.port, config.http_port, config.debug_port,
+                  config.debug_private),
+            tls=server_ssl_context(config.server_cert_file, config.server_cert_key_file,
+                                   config.server_ca_file))
         self.grpc: grpc.aio.Server | None = None
-        self.http: web.Application | None = None
-        self._runner: web.AppRunner | None = None
-        self.port = 0
-        self.http_port = 0
+
+    @property
+    def port(self) -> int | str:
+        """The service port listened on (a unix:// URL for a unix socket)."""
+        return self.serving.port
+
+    @property
+    def http_port(self) -> int | str:
+        """Where HTTP is served (the service port by default; 0: nowhere)."""
+        return self.serving.http_port or 0
 
     async def start(self) -> None:
         config = self.service.config
@@ -67,34 +78,22 @@ class ConsumerServer:
                                                             **SHARD_CAPABILITIES}))
         options = [*GRPC_OPTIONS, ("grpc.max_receive_message_length", config.max_grpc_recv_size),
                    *keepalive.server_options(), *backlog.server_options()]
-        self.grpc = grpc.aio.server(options=options, interceptors=interceptors)
-        add_shard_servicer(self.grpc, self.service)
-        if config.http_port >= 0:
-            self.http = web.Application()
-            self.http.router.add_get("/metrics", _serve_metrics)
-            self.http.add_subapp("/v1", consumer_gateway(self._own_stub, config.allow_origin))
-        address = f"{config.host or '0.0.0.0'}:{config.port}"
-        check_bindable("--consumer.port", config.host or "0.0.0.0", config.port)
-        with binding("--consumer.port", address):
-            self.port = (self.grpc.add_insecure_port(address) if self.credentials is None
-                         else self.grpc.add_secure_port(address, self.credentials))
+        self.grpc = server = grpc.aio.server(options=options, interceptors=interceptors)
+        add_shard_servicer(server, self.service)
+        self.serving.bind(lambda address: server.add_insecure_port(address)
+                          if self.credentials is None
+                          else server.add_secure_port(address, self.credentials))
+        if self.serving.http is not None:
+            self.serving.http.mount("/v1", consumer_gateway(self._own_stub, config.allow_origin))
         await self._init_application()
-        await self.grpc.start()
-        if self.http is not None:
-            # Cancelling a vanished client's handler ends its gateway call.
-            self._runner = web.AppRunner(self.http, access_log=None, handler_cancellation=True)
-            await self._runner.setup()
-            host = config.host or "0.0.0.0"
-            site = web.TCPSite(self._runner, host, config.http_port)
-            with binding("--consumer.http-port", f"{host}:{config.http_port}"):
-                await site.start()
-            self.http_port = _bound_port(self._runner)
+        await server.start()
+        await self.serving.start()
 
     def _own_stub(self) -> cpb_grpc.ShardAsyncStub:
         """A Shard stub of this process for its JSON gateway: only the caller's
         Authorization, never this process's own keys, authorizes its calls."""
         config = replace(self.service.peer_config, auth=None)
-        stub = cpb_grpc.ShardStub(dial(self.service.endpoint, config))
+        stub = cpb_grpc.ShardStub(dial(self.serving.loopback(self.service.endpoint), config))
         return cast("cpb_grpc.ShardAsyncStub", stub)
 
     async def _init_application(self) -> None:
@@ -104,28 +103,18 @@ class ConsumerServer:
         assert self.grpc is not None
         args = InitArgs(self.service.config, self.grpc, self.service)
         await call(init, args)
-        if args.http_routes and self.http is None:
+        http = self.serving.http
+        if args.http_routes and http is None:
             raise GazetteError("the application adds HTTP routes, but --consumer.http-port "
                                "is -1 (no HTTP server)")
-        if self.http is not None:
-            self.http.add_routes(args.http_routes)
+        if http is not None:
+            http.add_routes(args.http_routes)
 
     async def stop(self) -> None:
         """Stop both servers; also after a start that failed half-way."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await quietly("stopping the HTTP server", self.serving.stop_http())
+        await quietly("closing the service port", self.serving.close_listener())
         server, self.grpc = self.grpc, None
         if server is not None:
             await server.stop(grace=1.0)
-
-
-async def _serve_metrics(_: web.Request) -> web.Response:
-    body, content_type = exposition()
-    return web.Response(body=body, headers={"Content-Type": content_type})
-
-
-def _bound_port(runner: web.AppRunner) -> int:
-    for address in runner.addresses:
-        return int(address[1])
-    return 0
+        await quietly("closing the service port's connections", self.serving.stop())

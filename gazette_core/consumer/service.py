@@ -138,6 +138,7 @@ class ConsumerService:
                                    self._desired_replication, consistent=shard_consistent)
         self.allocator.start()
         self.gauges.start()
+        self.server.serving.ready = True
         log.info("consumer serving", extra={"endpoint": self.endpoint})
 
     def _member_key(self) -> str:

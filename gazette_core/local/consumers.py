@@ -36,7 +36,6 @@ def etcd_prefix(app: str) -> str:
 def argv(stack: Stack, c: Process) -> list[str]:
     return [sys.executable, "-m", MARKER, "--app", stack.app,
             "--consumer.host", "127.0.0.1", "--consumer.port", str(c.port),
-            "--consumer.http-port", str(c.http_port),
             "--consumer.zone", c.zone, "--consumer.id", c.name,
             "--consumer.data-dir", str(stack.directory / "consumers" / c.name),
             "--broker.address", ",".join(b.endpoint for b in stack.brokers),

@@ -58,7 +58,9 @@ class Process:
     pid: int = 0
     peer_port: int = 0
     zone: str = "local"
-    http_port: int = 0  # a broker's HTTP gateway and /metrics (0: none planned yet)
+    # Unused: brokers and consumers serve HTTP on their one port. Kept so that the
+    # state files of stacks planned with separate HTTP ports still load.
+    http_port: int = 0
 
     @property
     def endpoint(self) -> str:
@@ -66,7 +68,8 @@ class Process:
 
     @property
     def http(self) -> str | None:
-        return f"http://127.0.0.1:{self.http_port}" if self.http_port else None
+        """Where the process serves HTTP (a broker's content gateway, /debug/): its endpoint."""
+        return self.endpoint if self.role in ("broker", "consumer") else None
 
     @property
     def marker(self) -> str:
@@ -201,8 +204,6 @@ def _plan(stack: Stack, brokers: int, zones: int, s3: bool) -> bool:
     for i in range(len(stack.brokers), brokers):
         zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
         stack.processes.append(Process("broker", f"broker-{i + 1}", free_port(), zone=zone))
-    for b in stack.brokers:
-        b.http_port = b.http_port or free_port()  # stacks planned before the gateway lack one
     return added_s3
 
 
@@ -210,8 +211,7 @@ def _plan_consumers(stack: Stack, consumers: int, zones: int) -> None:
     """Give any missing consumer processes stable ports and names."""
     for i in range(len(stack.consumers), consumers):
         zone = f"zone-{chr(ord('a') + i % zones)}" if zones > 1 else "local"
-        stack.processes.append(Process("consumer", f"consumer-{i + 1}", free_port(), zone=zone,
-                                       http_port=free_port()))
+        stack.processes.append(Process("consumer", f"consumer-{i + 1}", free_port(), zone=zone))
 
 
 def _start_s3(stack: Stack, timeout: float) -> None:
@@ -239,7 +239,6 @@ def _etcd_argv(stack: Stack) -> list[str]:
 def _broker_argv(stack: Stack, b: Process) -> list[str]:
     return [sys.executable, "-m", BROKER_MARKER, "serve",
             "--broker.host", "127.0.0.1", "--broker.port", str(b.port),
-            "--broker.http-port", str(b.http_port),
             "--broker.zone", b.zone, "--broker.id", b.name,
             "--broker.file-root", str(stack.directory / "fragments"),
             "--etcd.address", stack.etcd.endpoint, "--etcd.prefix", ETCD_PREFIX,

@@ -15,6 +15,7 @@ from gazette_core.broker.client.channel import endpoints_of
 from gazette_core.errors import GazetteError
 from gazette_core.keyspace.etcd_util import host_port
 from gazette_core.server.auth import parse_keys
+from gazette_core.server.listen import unix_path
 from gazette_core.server.process import LEVELS
 
 MAX_PORT = 65535
@@ -28,11 +29,26 @@ def port(value: int) -> str | None:
     return None if 0 <= value <= MAX_PORT else f"not a port (0 to {MAX_PORT}; 0: any free one)"
 
 
-def port_or_none(value: int) -> str | None:
-    """A TCP port, or -1 for no server at all."""
-    if value == -1 or 0 <= value <= MAX_PORT:
+def service_port(value: int | str) -> str | None:
+    """A TCP port (see `port`), or a unix socket as unix:///absolute/path."""
+    path = unix_path(value)
+    if path is None:
+        return port(int(value))
+    if not path.startswith("/") or path == "/":
+        return "a unix socket must be given as unix:///absolute/path"
+    return None
+
+
+def port_or_none(value: int | None) -> str | None:
+    """Unset, a TCP port, or -1 for no server at all."""
+    if value is None or value == -1 or 0 <= value <= MAX_PORT:
         return None
     return f"not a port (0 to {MAX_PORT}; 0: any free one; -1: none)"
+
+
+def optional_port(value: int | None) -> str | None:
+    """Unset, or a TCP port."""
+    return None if value is None else port(value)
 
 
 def log_level(value: str) -> str | None:

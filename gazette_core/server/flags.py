@@ -24,8 +24,9 @@ from gazette_core.server import termination
 
 C = TypeVar("C")
 
-# (flag, field, type, environment variable, help); type `list`: a repeatable string flag.
-Flag = tuple[str, str, type, str, str]
+# (flag, field, type, environment variable, help); the type may be a function of the text;
+# type `list`: a repeatable string flag.
+Flag = tuple[str, str, Callable[[Any], Any], str, str]
 # What is wrong with a flag's value, or None when it is fine.
 Check = Callable[[Any], str | None]
 
@@ -100,11 +101,11 @@ def parse_flags(prog: str, description: str, flags: list[Flag], config: type[C],
         if var is None:
             value = getattr(defaults, name)
         try:
-            default = kind(value)
+            parsed = None if value is None else kind(value)  # None: the flag is unset
         except ValueError:
             parser.error(f"${var} must be a {getattr(kind, 'WHAT', kind.__name__)}, "
                          f"not {value!r}")
-        parser.add_argument(flag, dest=name, type=kind, default=default, help=help_text)
+        parser.add_argument(flag, dest=name, type=kind, default=parsed, help=help_text)
     ns = parser.parse_args(argv)
     for name, values in repeated.items():
         if getattr(ns, name) is None:

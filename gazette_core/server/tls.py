@@ -96,3 +96,20 @@ def client_credentials(tls: ClientTLS) -> grpc.ChannelCredentials:
     key, cert = pair if pair is not None else (None, None)
     return grpc.ssl_channel_credentials(root_certificates=root, private_key=key,
                                         certificate_chain=cert)
+
+
+def server_ssl_context(cert_file: str, key_file: str, ca_file: str = "") -> ssl.SSLContext | None:
+    """TLS of an HTTPS server: its certificate; client certificates verified with `ca_file`.
+
+    None without a certificate. It speaks HTTP/1.1 only: a client offering both
+    HTTP/2 and HTTP/1.1 (a browser, curl) settles on HTTP/1.1.
+    """
+    if not cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    if ca_file:
+        context.load_verify_locations(ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    context.set_alpn_protocols(["http/1.1"])
+    return context

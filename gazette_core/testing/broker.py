@@ -19,7 +19,7 @@ _ids = itertools.count(1)
 
 
 def broker_config(etcd_endpoint: str, file_root: str, **overrides: object) -> BrokerConfig:
-    """A broker config on 127.0.0.1 with a free port and a short lease.
+    """A broker config on 127.0.0.1 with a free port (gRPC and HTTP) and a short lease.
 
     Etcd changes apply as soon as they arrive (no watch delay): tests wait for
     what they caused, and one process's view of another's changes should not
@@ -27,7 +27,7 @@ def broker_config(etcd_endpoint: str, file_root: str, **overrides: object) -> Br
     """
     base = BrokerConfig(host="127.0.0.1", port=0, zone="local", id=f"broker-{next(_ids):03d}",
                         file_root=file_root, etcd_address=etcd_endpoint, etcd_lease=5,
-                        http_port=-1, watch_delay=0)
+                        watch_delay=0)
     return replace(base, **overrides)  # type: ignore[arg-type]
 
 

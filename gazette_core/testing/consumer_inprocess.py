@@ -28,7 +28,7 @@ class InProcessConsumer:
         self.app = app
         self.suffix = suffix
         self.config = ConsumerConfig(
-            host="127.0.0.1", port=0, http_port=-1, zone="local", id=suffix,
+            host="127.0.0.1", port=0, zone="local", id=suffix,
             etcd_address=etcd_endpoint, etcd_prefix=etcd_prefix, etcd_lease=lease_s,
             broker_address=broker_endpoint, data_dir=str(directory),
             watch_delay=0)  # as broker_config's

@@ -13,9 +13,9 @@ from gazette_core.testing.broker import broker_config, running_broker
 
 @asynccontextmanager
 async def http_broker(etcd_endpoint: str, file_root: str) -> AsyncIterator[Broker]:
-    """A started broker whose HTTP gateway listens on a free port."""
-    async with running_broker(broker_config(etcd_endpoint, file_root, http_port=0)) as broker:
-        assert broker.http_endpoint is not None
+    """A started broker serving its HTTP gateway on its one service port."""
+    async with running_broker(broker_config(etcd_endpoint, file_root)) as broker:
+        assert broker.http_endpoint == broker.endpoint
         yield broker
 
 

@@ -99,8 +99,7 @@ def test_up_starts_the_emulator_as_a_stack_process(up_output: str, stack_dir: Pa
     assert up_output == (f"local stack running in {stack_dir}\n"
                          f"  etcd       pid {etcd.pid:<8} {etcd.endpoint}\n"
                          f"  s3         pid {s3.pid:<8} {s3.endpoint}\n"
-                         f"  broker-1   pid {broker.pid:<8} {broker.endpoint}"
-                         f"  (HTTP {broker.http})\n"
+                         f"  broker-1   pid {broker.pid:<8} {broker.endpoint}\n"
                          f"fragments are stored under {stack_dir / 'fragments'} "
                          "(store URL file:///)\n"
                          f"or in S3: {store} (see `gazctl local env`)\n")

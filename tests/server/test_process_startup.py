@@ -129,6 +129,9 @@ async def test_consumer_flags_that_cannot_work_are_usage_errors(
 BROKER_USAGE = [
     (("--broker.port", "99999"), "--broker.port 99999: not a port"),
     (("--broker.http-port", "-7"), "--broker.http-port -7: not a port"),
+    (("--broker.port", "unix://relative.sock"), "--broker.port 'unix://relative.sock': a unix "
+                                               "socket must be given as unix:///absolute/path"),
+    (("--debug.port", "70000"), "--debug.port 70000: not a port"),
     (("--log.level", "LOUD"), "--log.level 'LOUD': unknown log level"),
     (("--etcd.prefix", "relative"), "--etcd.prefix 'relative': an Etcd prefix must begin"),
     (("--etcd.address", "http://[::1"), "--etcd.address 'http://[::1': unsupported etcd"),

@@ -41,7 +41,7 @@ def test_a_bad_environment_value_is_named(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("CONSUMER_PORT", "eighty")
     with pytest.raises(SystemExit):
         parse_args([])
-    assert "$CONSUMER_PORT must be a int, not 'eighty'" in capsys.readouterr().err
+    assert "$CONSUMER_PORT must be a port, not 'eighty'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("spec", "message"), [

@@ -201,9 +201,9 @@ class WithRoutes(Counter):
 
 
 async def test_an_app_adds_http_routes_beside_metrics(cluster: Cluster) -> None:
-    service = ConsumerService(consumer_config(cluster.etcd, cluster.broker, cluster.tmp,
-                                              "cons-1"), WithRoutes())
-    service.config.http_port = 0
+    config = consumer_config(cluster.etcd, cluster.broker, cluster.tmp, "cons-1")
+    config.http_port = 0  # a port of its own
+    service = ConsumerService(config, WithRoutes())
     await service.start()
     cluster.stack.push_async_callback(service.stop, 2.0)
     base = f"http://127.0.0.1:{service.server.http_port}"
