@@ -18,9 +18,10 @@ import pytest
 import pytest_asyncio
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
-from gazette_core.broker.http_gateway import HttpGateway
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
+from gazette_core.server.http_mux import HttpMux
+from gazette_core.server.json_gateway import broker_gateway
 from tests.server.json_gateway_client import GatewayClient
 
 # grpc-gateway's HTTP status of each gRPC code.
@@ -65,8 +66,11 @@ async def rig() -> AsyncIterator[Rig]:
     pb_grpc.add_JournalServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    gateway = HttpGateway(f"http://127.0.0.1:{port}", connect=journal_stub)
-    await gateway.start("127.0.0.1", 0)
+    # The gateway as a server process mounts it, in front of the scripted service.
+    gateway = HttpMux(lambda: True)
+    gateway.mount("/v1", broker_gateway(lambda: journal_stub(f"http://127.0.0.1:{port}"), ()))
+    await gateway.start()
+    await gateway.listen("--broker.http-port", "127.0.0.1", 0)
     try:
         async with aiohttp.ClientSession() as http:
             yield Rig(servicer, GatewayClient(http, f"http://127.0.0.1:{gateway.port}/v1"))
