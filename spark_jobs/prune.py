@@ -50,7 +50,7 @@ from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.stores.base import StoreNotFoundError, StorePermissionError
 from gazette_core.broker.stores.registry import get_store
-from gazette_core.errors import GazetteError, ValidationError
+from gazette_core.errors import GazetteError, StatusError, ValidationError
 from spark_jobs.session import DEFAULT_MASTER, get_session
 
 if TYPE_CHECKING:
@@ -103,6 +103,8 @@ class Selection:
 
     journals: list[tuple[pb.JournalSpec, list[pb.Fragment]]] = field(default_factory=list)
     suspended: list[str] = field(default_factory=list)
+    # Created so recently that no broker serves them yet (only with `skip_unassigned`).
+    unassigned: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -159,16 +161,23 @@ class PruneSummary:
         }
 
 
+# What a broker answers for a journal the allocator has not yet assigned.
+UNASSIGNED = frozenset({pb.INSUFFICIENT_JOURNAL_BROKERS, pb.NO_JOURNAL_PRIMARY_BROKER})
+
+
 def is_suspended(spec: pb.JournalSpec) -> bool:
     return suspend_level(spec) != pb.JournalSpec.Suspend.NONE
 
 
 async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,
                           timeout: float = DEFAULT_TIMEOUT,
-                          progress: ListingProgress | None = None) -> Selection:
+                          progress: ListingProgress | None = None,
+                          skip_unassigned: bool = False) -> Selection:
     """The journals `selector` matches with all their fragments; suspended ones set aside.
 
     `progress`, if given, learns how many journals are listed and each one as it is done.
+    With `skip_unassigned`, a journal no broker serves yet (just created, not yet
+    assigned) is set aside in `unassigned` instead of failing the listing.
     """
     listed = await list_journals(stub, selector, timeout=timeout)
     if not listed.journals:
@@ -183,16 +192,24 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
     if progress is not None:
         progress.start(len(active))
 
-    async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment]:
-        fragments = await list_fragments(stub, pb.FragmentsRequest(journal=spec.name),
-                                         timeout=timeout)
+    async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment] | None:
+        try:
+            fragments = await list_fragments(stub, pb.FragmentsRequest(journal=spec.name),
+                                             timeout=timeout)
+        except StatusError as e:
+            if skip_unassigned and e.status in UNASSIGNED:
+                return None
+            raise
         if progress is not None:
             progress.advance()  # Journals are listed in parallel: count each as it finishes.
         return fragments
 
     pages = await asyncio.gather(*(list_one(spec) for spec in active))
     for spec, fragments in zip(active, pages, strict=True):
-        out.journals.append((spec, [f.spec for f in fragments]))
+        if fragments is None:
+            out.unassigned.append(spec.name)
+        else:
+            out.journals.append((spec, [f.spec for f in fragments]))
     return out
 
 

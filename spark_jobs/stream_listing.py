@@ -3,7 +3,8 @@
 `list_stream` lists the journals a query's selector matches with their
 fragments (one List and one ListFragments per journal, through the broker
 and with the TLS and authorization the options give); suspended journals are
-set aside, not taken for deleted. `range_task` makes the `RangeTask` of a
+set aside, not taken for deleted, as are journals so new that no broker
+serves them yet. `range_task` makes the `RangeTask` of a
 range from that listing: the fragments covering it and every transaction
 still open at its start, and how executors reach them.
 """
@@ -44,7 +45,8 @@ def list_stream(options: ReadOptions, *, allow_empty: bool) -> Listing:
     async def fetch() -> Selection:
         try:
             return await fetch_selection(journal_stub(o.broker, o.client),
-                                         parse_selector(o.selector), o.selector, o.timeout)
+                                         parse_selector(o.selector), o.selector, o.timeout,
+                                         skip_unassigned=True)
         except NothingMatched:
             if not allow_empty:
                 raise
@@ -56,7 +58,9 @@ def list_stream(options: ReadOptions, *, allow_empty: bool) -> Listing:
     return Listing(
         journals={spec.name: Journal.listed(spec.name, fragments)
                   for spec, fragments in selection.journals},
-        suspended=set(selection.suspended),
+        # A journal no broker serves yet holds still, as a suspended one: the next
+        # listing picks it up once it is assigned.
+        suspended=set(selection.suspended) | set(selection.unassigned),
         kind=shared_kind([spec for spec, _ in selection.journals]))
 
 

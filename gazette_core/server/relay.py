@@ -3,7 +3,10 @@
 Each socket gets an asyncio transport whose protocol writes what it
 receives to the other: a full write buffer pauses reading on the other side
 (back-pressure), and either side's end of stream, reset or error closes the
-other one (after writing what it still holds, unless it was an error).
+other one after writing what it still holds. After an error that write may
+take at most LINGER seconds: a reset passed on as a reset would turn the
+gRPC server's refusal (a TLS alert, then a close over unread bytes on its
+unix socket) into "connection reset" at the client instead of the refusal.
 
 Relaying in threads by splice(2) was measured too (bench/front_bench.py):
 as fast while the event loop idles, but once the loop is busy with Python
@@ -19,6 +22,8 @@ import socket
 
 # Write buffering of each side before its source is paused.
 HIGH_WATER = 1 << 20
+# How long a side whose peer failed may take to write out what it holds.
+LINGER = 5.0
 
 
 async def relay(client: socket.socket, upstream: socket.socket) -> None:
@@ -85,10 +90,9 @@ class _Half(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
-        if exc is None:
-            self.peer.close()
-        else:
-            self.peer.abort()
+        self.peer.close()
+        if exc is not None and not self.peer._lost:
+            asyncio.get_running_loop().call_later(LINGER, self.peer.abort)
         if self.peer._lost and not self._ended.done():
             self._ended.set_result(None)
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from spark_jobs.prune import (
     check_file_root,
     delete_partition,
     error_exit,
+    fetch_selection,
     plan_prune,
     summarize,
 )
@@ -209,3 +211,31 @@ def test_a_jobs_main_exits_3_when_nothing_matched_else_1_saying_why_on_stderr(
 
     assert (codes, capsys.readouterr().err) == (
         (3, 1), "error: no journals match 'a=b'\nerror: down\n")
+
+
+class Unassigned:
+    """A broker's answers for `new`, which no broker serves yet, and `old`, which one does."""
+
+    async def List(self, req: pb.ListRequest,
+                   timeout: float) -> AsyncIterator[pb.ListResponse]:
+        yield pb.ListResponse(journals=[pb.ListResponse.Journal(spec=pb.JournalSpec(name=n))
+                                        for n in ("a/new", "a/old")])
+
+    async def ListFragments(self, req: pb.FragmentsRequest,
+                            timeout: float) -> pb.FragmentsResponse:
+        if req.journal == "a/new":
+            return pb.FragmentsResponse(status=pb.INSUFFICIENT_JOURNAL_BROKERS)
+        return pb.FragmentsResponse(fragments=[pb.FragmentsResponse._Fragment(
+            spec=pb.Fragment(journal=req.journal, begin=0, end=5))])
+
+
+def test_a_journal_no_broker_serves_yet_fails_a_listing_unless_it_is_set_aside() -> None:
+    stub, selector = Unassigned(), pb.LabelSelector()
+
+    with pytest.raises(GazetteError, match=r"INSUFFICIENT_JOURNAL_BROKERS \(journal 'a/new'\)"):
+        asyncio.run(fetch_selection(stub, selector, "a"))  # type: ignore[arg-type]
+    kept = asyncio.run(fetch_selection(stub, selector, "a",  # type: ignore[arg-type]
+                                       skip_unassigned=True))
+    assert kept.unassigned == ["a/new"]
+    assert [(spec.name, [f.end for f in fragments]) for spec, fragments in kept.journals] == [
+        ("a/old", [5])]
