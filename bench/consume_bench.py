@@ -34,12 +34,12 @@ from bench import ceiling
 from examples.specs import example_journals, example_shards
 from gazette_core.broker.client.channel import close_channels
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.acks import is_acknowledgement
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.store.interface import Store
 from gazette_core.consumer.store.json_file import JSONFileStore
 from gazette_core.consumer.store.sqlite import SQLiteStore
 from gazette_core.local import stack as local_stack
+from gazette_core.message.acks import is_acknowledgement
 from gazette_core.message.committed import read_committed
 from gazette_core.message.framing import JSON_LINES, framing_for
 from gazette_core.message.interfaces import Envelope, JSONMessage, Message

@@ -34,7 +34,7 @@ from gazette_core.broker.client.channel import (
     journal_stub,
     use_client_config,
 )
-from gazette_core.consumer.client import shard_stub
+from gazette_core.consumer.api.client import shard_stub
 from gazette_core.errors import RPCError, UnavailableError
 from gazette_core.local.stack import active_consumer_address
 

@@ -28,7 +28,7 @@ from rich.table import Column, Table
 from rich.text import Text
 from typer._click import exceptions as click  # Typer ships its own copy of click.
 
-from gazette_core.consumer.api_errors import ShardStatusError
+from gazette_core.consumer.api.errors import ShardStatusError
 from gazette_core.errors import GazetteError, StatusError, ValidationError
 from gazette_core.server import json_mapping
 

@@ -40,7 +40,7 @@ from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.consumer.client import get_hints, list_shards
+from gazette_core.consumer.api.client import get_hints, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb

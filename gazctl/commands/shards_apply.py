@@ -18,7 +18,7 @@ from gazctl.config import BrokerAddress, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, RequiredShardSelector, run_shards
 from gazctl.editor import edit_specs
 from gazctl.render import stdout
-from gazette_core.consumer.client import list_shards
+from gazette_core.consumer.api.client import list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_apply_request
 from gazette_core.consumer.shardspace import dump_set, hoist, load_set, push_down, to_apply_request

@@ -4,7 +4,7 @@ A shard's status is the worst of its replicas' (IDLE < BACKFILL < STANDBY <
 PRIMARY < FAILED; IDLE without replicas). `--lag` asks the shard's primary
 how far it has read each source (Stat) and the brokers for each source's
 write head; the difference is what the shard has yet to read
-(`gazette_core.consumer.lag`). A shard whose primary cannot be asked (a
+(`gazette_core.consumer.api.lag`). A shard whose primary cannot be asked (a
 fail-over) is listed with its lag marked `<unreachable>` or `<no primary>`,
 each unreachable consumer gets one warning line, and only a listing with no
 lag measured at all fails. `-o json` is Go's form, the whole ListResponse as
@@ -43,8 +43,8 @@ from gazctl.render import (
 )
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import values_of
-from gazette_core.consumer.client import list_shards
-from gazette_core.consumer.lag import Lags, measure
+from gazette_core.consumer.api.client import list_shards
+from gazette_core.consumer.api.lag import Lags, measure
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.shardspace import dump_set, hoist
 from gazette_core.errors import UnavailableError

@@ -24,7 +24,7 @@ from gazctl.render import humanize_bytes, stderr, table
 from gazctl.routes import journal_client
 from gazctl.usage import NothingDone, UsageError
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.client import get_hints, list_shards
+from gazette_core.consumer.api.client import get_hints, list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log, validate_shard_id
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb

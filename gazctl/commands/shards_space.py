@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from gazctl.consumer_config import Clients
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.api_errors import EtcdTransactionFailedError
-from gazette_core.consumer.apply_limits import txn_ops
-from gazette_core.consumer.client import apply_shards, list_shards
+from gazette_core.consumer.api.apply_limits import txn_ops
+from gazette_core.consumer.api.client import apply_shards, list_shards
+from gazette_core.consumer.api.errors import EtcdTransactionFailedError
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
 from gazette_core.consumer.shardspace import dump_set, hoist

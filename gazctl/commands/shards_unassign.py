@@ -20,7 +20,7 @@ from gazctl.consumer_config import Clients, ConsumerAddress, RequiredShardSelect
 from gazctl.render import stdout
 from gazctl.usage import NothingDone
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.client import list_shards, unassign
+from gazette_core.consumer.api.client import list_shards, unassign
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.errors import GazetteError
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from gazctl.commands.apply_txns import is_partial
 from gazctl.input_files import read_bounded
 from gazctl.render import stdout
-from gazette_core.consumer.api_errors import ShardStatusError
+from gazette_core.consumer.api.errors import ShardStatusError
 from gazette_core.errors import GazetteError, StatusError, ValidationError
 
 NOTE = "#\u2699"  # lines of ours, dropped before parsing

@@ -4,6 +4,7 @@ A consumer process (`service`) announces itself in Etcd and is assigned
 shards by the allocator it shares with brokers; its `resolver` keeps one
 `replica` per assigned shard, which recovers the shard's store from its
 recovery log (`recoverylog/`, `store/`), stands by, and as primary runs the
-`transaction` loop over `gazette_core.message`. The Shard API (`shard_api`,
-`api_*`, `client`) manages shards; `protocol/` holds the wire formats.
+transaction loop (`txn/`) over `gazette_core.message`. The Shard API
+(`api/`: servicer, RPC handlers, client) manages shards; `protocol/` holds
+the wire formats.
 """

@@ -18,9 +18,9 @@ import grpc
 
 from gazette_core.broker import keepalive
 from gazette_core.broker.client.channel import dial
+from gazette_core.consumer.api.servicer import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.consumer.app import InitArgs, call
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
-from gazette_core.consumer.shard_api import SHARD_CAPABILITIES, add_shard_servicer
 from gazette_core.errors import GazetteError
 from gazette_core.metrics.grpc_server import ServerMetrics
 from gazette_core.server import auth, backlog

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from gazette_core.metrics.families import Cell, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from gazette_core.consumer.transaction import TxnStats
+    from gazette_core.consumer.txn.loop import TxnStats
 
 PHASES = (("10-not-running", "sync"), ("20-consuming", "sync"), ("30-stalled", "sync"),
           ("40-preparing", "sync"), ("50-committing", "async"), ("60-acknowledging", "async"))

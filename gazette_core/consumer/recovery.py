@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.client.routing import target_for
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer import hints_store
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.recoverylog import hints_store
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.author import new_author
 from gazette_core.consumer.recoverylog.player import Player, Resolved

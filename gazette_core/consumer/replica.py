@@ -26,7 +26,6 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gazette_core.consumer import hints_store
 from gazette_core.consumer.app import AppError, call, ours
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
@@ -38,9 +37,10 @@ from gazette_core.consumer.recovery import (
     pick_recovery_hints,
     temp_directory,
 )
+from gazette_core.consumer.recoverylog import hints_store
+from gazette_core.consumer.recoverylog.hints_timer import HintsTimer
 from gazette_core.consumer.shard import Shard, ShardStoppedError
-from gazette_core.consumer.transaction import TxnLoop
-from gazette_core.consumer.txn_hints import HintsTimer
+from gazette_core.consumer.txn.loop import TxnLoop
 from gazette_core.errors import GazetteError, with_type
 from gazette_core.tasks import cancel_and_wait, wait_unwound
 

@@ -27,7 +27,7 @@ from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.consumer import metrics
-from gazette_core.consumer import shard_api as api
+from gazette_core.consumer.api import host as api
 from gazette_core.consumer.app import Application
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.consumer_server import ConsumerServer
@@ -42,7 +42,7 @@ from gazette_core.consumer.protocol.shard_spec_ext import (
 from gazette_core.consumer.protocol.status_ext import merge_status
 from gazette_core.consumer.replica import ShardReplica
 from gazette_core.consumer.resolver import ShardResolver
-from gazette_core.consumer.transaction import TxnStats
+from gazette_core.consumer.txn.loop import TxnStats
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded

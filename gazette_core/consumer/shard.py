@@ -12,7 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 # Raised when the primary loop ends while a caller waits; Stat answers SHARD_STOPPED.
-from gazette_core.consumer.api_errors import ShardStoppedError
+from gazette_core.consumer.api.errors import ShardStoppedError
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 

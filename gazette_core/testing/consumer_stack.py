@@ -20,7 +20,7 @@ from gazette_core.broker.client.channel import dial, journal_stub
 from gazette_core.broker.client.journals import apply_journals
 from gazette_core.broker.client.routing import Router
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.lag import measure
+from gazette_core.consumer.api.lag import measure
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.local import processes

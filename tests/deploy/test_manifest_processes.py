@@ -17,7 +17,7 @@ import aetcd
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.client import list_shards
+from gazette_core.consumer.api.client import list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.testing.etcd import EtcdServer
 from tests.deploy.manifests import overlay

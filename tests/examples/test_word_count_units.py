@@ -18,8 +18,8 @@ from examples.word_count.names import partition
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
+from gazette_core.consumer.api.host import ShardResolution
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.shard_api import ShardResolution
 from gazette_core.keyspace.keyspace import KeyValue
 from gazette_core.message.committed import read_committed
 from gazette_core.message.mapping import modulo_mapping

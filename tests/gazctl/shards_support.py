@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gazette_core.broker.client.channel import close_channels
-from gazette_core.consumer.client import list_shards
+from gazette_core.consumer.api.client import list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.local import stack as local_stack
 from tests.gazctl.support import ok, stop_stack

@@ -21,7 +21,7 @@ from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.client.journals import list_fragments
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_seconds
-from gazette_core.consumer.client import get_hints
+from gazette_core.consumer.api.client import get_hints
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import primary_hint_key, recovery_log
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb

@@ -18,7 +18,7 @@ import pytest
 
 from gazette_core.broker.client.channel import journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
+from gazette_core.consumer.api.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.local import processes
 from gazette_core.local import stack as local_stack

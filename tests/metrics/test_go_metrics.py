@@ -25,7 +25,7 @@ from gazette_core.broker.client.retry_reader import RetryReader
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.service import Broker
-from gazette_core.consumer.client import stat_shard
+from gazette_core.consumer.api.client import stat_shard
 from gazette_core.consumer.service import ConsumerService
 from gazette_core.testing.broker import journal_spec
 from gazette_core.testing.etcd import EtcdServer

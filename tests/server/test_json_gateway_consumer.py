@@ -15,7 +15,7 @@ import pytest_asyncio
 
 from gazette_core.broker.client.channel import close_channels
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer.client import apply_shards, shard_stub
+from gazette_core.consumer.api.client import apply_shards, shard_stub
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.service import ConsumerService

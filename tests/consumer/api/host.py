@@ -20,12 +20,13 @@ import grpc
 from gazette_core.allocator import keys
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.route_ext import unrouted_header
-from gazette_core.consumer.api_errors import ShardStoppedError
-from gazette_core.consumer.api_list import assignments_of, route_of
+from gazette_core.consumer.api.errors import ShardStoppedError
+from gazette_core.consumer.api.host import ShardResolution
+from gazette_core.consumer.api.list import assignments_of, route_of
+from gazette_core.consumer.api.servicer import add_shard_servicer
 from gazette_core.consumer.keyspace_decode import consumer_decoder
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
-from gazette_core.consumer.shard_api import ShardResolution, add_shard_servicer
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace
 from tests.consumer.api.specs import consumer

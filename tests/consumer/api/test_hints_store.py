@@ -8,8 +8,11 @@ import socket
 import aetcd
 import pytest
 
-from gazette_core.consumer import hints_store
-from gazette_core.consumer.hints_store import (
+from gazette_core.consumer.protocol import consumer_pb2 as cpb
+from gazette_core.consumer.recoverylog import hints_store
+from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
+from gazette_core.consumer.recoverylog.hints import decode_hints, encode_hints
+from gazette_core.consumer.recoverylog.hints_store import (
     AssignmentChangedError,
     StoredHintsError,
     get_hints,
@@ -17,9 +20,6 @@ from gazette_core.consumer.hints_store import (
     rotate_backup_hints,
     store_primary_hints,
 )
-from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
-from gazette_core.consumer.recoverylog.hints import decode_hints, encode_hints
 from gazette_core.keyspace.etcd_util import CHANNEL_OPTIONS
 from tests.consumer.api.specs import hints, shard
 

@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.consumer.api_authz import SHARD_CAPABILITIES
+from gazette_core.consumer.api.authz import SHARD_CAPABILITIES
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.server import auth
 from gazette_core.server.interceptor import AuthInterceptor

@@ -9,8 +9,8 @@ import grpc
 import pytest
 
 from gazette_core.broker.client.channel import close_channels
-from gazette_core.consumer import client
-from gazette_core.consumer.api_errors import (
+from gazette_core.consumer.api import client
+from gazette_core.consumer.api.errors import (
     EtcdTransactionFailedError,
     NoShardPrimaryError,
     NotShardPrimaryError,

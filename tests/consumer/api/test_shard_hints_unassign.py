@@ -8,7 +8,7 @@ import pytest
 
 from gazette_core.allocator import keys
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.consumer import api_hints
+from gazette_core.consumer.api import hints as api_hints
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.recoverylog.hints import encode_hints
 from tests.consumer.api.host import ROOT, Process, put_assignment, put_shard, serving, synced

@@ -26,7 +26,7 @@ from gazette_core.broker.protocol.labels_ext import label_set
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.status_ext import merge_status
 from gazette_core.consumer.replica import ShardReplica
-from gazette_core.consumer.transaction import TxnStats
+from gazette_core.consumer.txn.loop import TxnStats
 from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeyValue
 from gazette_core.message.uuid import Clock, Flags, build_uuid, get_flags, new_producer_id

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gazette_core.consumer.acks import is_acknowledgement
+from gazette_core.message.acks import is_acknowledgement
 from gazette_core.message.interfaces import Envelope, JSONMessage, JSONRecord, Message
 from gazette_core.message.structs import StructMessage
 from gazette_core.message.uuid import Flags, build_uuid, get_flags, new_producer_id

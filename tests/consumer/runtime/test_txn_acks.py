@@ -8,7 +8,7 @@ import pytest
 
 from gazette_core.broker.client.retry_reader import read_all
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
-from gazette_core.consumer.txn_acks import TxnAppendService
+from gazette_core.consumer.txn.acks import TxnAppendService
 from gazette_core.errors import GazetteError
 from tests.consumer.runtime.support import OUT, create_journals
 

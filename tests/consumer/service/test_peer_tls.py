@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from gazette_core.broker.client.channel import ClientConfig, close_channels
-from gazette_core.consumer.client import apply_shards, list_shards, shard_stub, stat_shard
+from gazette_core.consumer.api.client import apply_shards, list_shards, shard_stub, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.service import ConsumerService

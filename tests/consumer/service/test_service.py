@@ -21,8 +21,8 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 
 from gazette_core.consumer import service as service_module
+from gazette_core.consumer.api.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.app import InitArgs
-from gazette_core.consumer.client import apply_shards, list_shards, stat_shard
 from gazette_core.consumer.config import ConsumerConfig
 from gazette_core.consumer.main import serve
 from gazette_core.consumer.protocol import consumer_pb2 as cpb

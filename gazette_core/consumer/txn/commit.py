@@ -19,7 +19,7 @@ from gazette_core.errors import StatusError
 
 if TYPE_CHECKING:
     from gazette_core.consumer.shard import Shard
-    from gazette_core.consumer.txn_acks import TxnAppendService
+    from gazette_core.consumer.txn.acks import TxnAppendService
 
 log = logging.getLogger(__name__)
 

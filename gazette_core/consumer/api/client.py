@@ -3,7 +3,7 @@
 Each takes a consumer endpoint (`http://host:port`, dialed with the shared
 channel cache, TLS and authorization of `broker.client.channel`), a channel,
 or a Shard stub. A response status other than OK raises the typed error of
-`api_errors` (ShardNotFoundError, EtcdTransactionFailedError, ...); a failed
+`errors` (ShardNotFoundError, EtcdTransactionFailedError, ...); a failed
 call raises UnavailableError (retriable) or RPCError, never a gRPC error.
 """
 
@@ -19,7 +19,7 @@ from gazette_core.broker.client.rpc_errors import from_rpc_error
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.validate_spec_ext import within
-from gazette_core.consumer.api_errors import check_shard_status
+from gazette_core.consumer.api.errors import check_shard_status
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
 from gazette_core.consumer.protocol.rpc_ext import validate_list_response_shard

@@ -1,7 +1,7 @@
 """The Shard GetHints and Unassign RPCs.
 
 GetHints reads a shard's primary and backup hints in one Etcd read
-(`hints_store.get_hints`). Unassign deletes a shard's FAILED assignments and,
+(`recoverylog.hints_store.get_hints`). Unassign deletes a shard's FAILED assignments and,
 unless `only_failed`, its primary assignment, each guarded by its
 ModRevision, all in one transaction (none with `dry_run`).
 """
@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING
 
 from gazette_core.allocator import keys
 from gazette_core.broker.protocol.route_ext import unrouted_header
-from gazette_core.consumer.api_authz import id_visible
-from gazette_core.consumer.api_list import assignments_of
-from gazette_core.consumer.hints_store import get_hints
+from gazette_core.consumer.api.authz import id_visible
+from gazette_core.consumer.api.list import assignments_of
 from gazette_core.consumer.keyspace_decode import replica_status
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import (
     validate_get_hints_request,
     validate_unassign_request,
 )
+from gazette_core.consumer.recoverylog.hints_store import get_hints
 from gazette_core.keyspace import etcd_util
 
 if TYPE_CHECKING:
-    from gazette_core.consumer.shard_api import ShardHost
+    from gazette_core.consumer.api.host import ShardHost
 
 
 def shard_spec(host: ShardHost, shard: str) -> cpb.ShardSpec | None:

@@ -27,8 +27,8 @@ from gazette_core.broker.protocol.labels_ext import (
 )
 from gazette_core.broker.protocol.names_ext import quote
 from gazette_core.broker.protocol.route_ext import unrouted_header
-from gazette_core.consumer.api_authz import authorize_apply
-from gazette_core.consumer.apply_limits import check_apply_size
+from gazette_core.consumer.api.apply_limits import check_apply_size
+from gazette_core.consumer.api.authz import authorize_apply
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_apply_request
 from gazette_core.consumer.protocol.shard_spec_ext import primary_hint_key, recovery_log
@@ -38,7 +38,7 @@ from gazette_core.keyspace import etcd_util
 from gazette_core.server.statuses import etcd_apply_failure
 
 if TYPE_CHECKING:
-    from gazette_core.consumer.shard_api import ShardHost
+    from gazette_core.consumer.api.host import ShardHost
 
 
 def _journal_stub(host: ShardHost, journal: str) -> Any:

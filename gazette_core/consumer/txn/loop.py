@@ -13,9 +13,9 @@ consumes every committed message, and closes when the rules allow:
 
 The commit: finalize_txn, the sequencer checkpoint plus the publisher's ACK
 intents, then store.start_commit behind every pending non-recovery-log
-append; each ACK is appended only once the commit resolved (txn_acks). The
+append; each ACK is appended only once the commit resolved (`acks`). The
 next transaction reads and consumes meanwhile but commits only after all of
-that resolved, when the shard's progress is published (txn_commit).
+that resolved, when the shard's progress is published (`commit`).
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ from gazette_core.consumer.app import (
     message_factory,
 )
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
-from gazette_core.consumer.txn_acks import TxnAppendService
-from gazette_core.consumer.txn_commit import (
+from gazette_core.consumer.recoverylog.hints_timer import HintsTimer
+from gazette_core.consumer.txn.acks import TxnAppendService
+from gazette_core.consumer.txn.commit import (
     Settled,
     read_through_of,
     resend_ack_intents,
     start_acks,
 )
-from gazette_core.consumer.txn_hints import HintsTimer
-from gazette_core.consumer.txn_reader import ReadChannel, start_offsets, wake
-from gazette_core.consumer.txn_sequence import TxnError, source_before, unsequenced
+from gazette_core.consumer.txn.reader import ReadChannel, start_offsets, wake
+from gazette_core.consumer.txn.sequence import TxnError, source_before, unsequenced
 from gazette_core.message.interfaces import Envelope
 from gazette_core.message.publisher import Publisher
 from gazette_core.message.reader import read_uncommitted
@@ -388,7 +388,7 @@ class TxnLoop:
 
     async def _checkpoint(self) -> cpb.Checkpoint:
         """The sequencer's checkpoint, rewound to just before a deferred envelope that the
-        sequencer had settled in bulk (txn_sequence)."""
+        sequencer had settled in bulk (`sequence`)."""
         checkpoint = self.sequencer.checkpoint(CHECKPOINT_HORIZON_S)
         deferred, self._deferred = self._deferred, None
         if deferred is not None:

@@ -14,14 +14,14 @@ from gazette_core.allocator import keys, routes
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import matches
 from gazette_core.broker.protocol.route_ext import unrouted_header
-from gazette_core.consumer.api_authz import spec_visible
+from gazette_core.consumer.api.authz import spec_visible
 from gazette_core.consumer.keyspace_decode import replica_status
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_list_request
 from gazette_core.consumer.protocol.shard_spec_ext import shard_labels
 
 if TYPE_CHECKING:
-    from gazette_core.consumer.shard_api import ShardHost
+    from gazette_core.consumer.api.host import ShardHost
 
 
 def assignments_of(host: ShardHost, shard: str) -> list[keys.AssignmentKV]:

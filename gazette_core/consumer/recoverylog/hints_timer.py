@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from gazette_core.consumer.hints_store import AssignmentChangedError
+from gazette_core.consumer.recoverylog.hints_store import AssignmentChangedError
 from gazette_core.errors import GazetteError
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.client.journals import fetch_write_head
-from gazette_core.consumer.api_errors import ShardStatusError
-from gazette_core.consumer.client import stat_shard
+from gazette_core.consumer.api.client import stat_shard
+from gazette_core.consumer.api.errors import ShardStatusError
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.errors import UnavailableError
 

@@ -18,15 +18,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from gazette_core.broker.protocol.names_ext import quote
-from gazette_core.consumer.api_authz import id_visible
-from gazette_core.consumer.api_errors import ShardStatusError
-from gazette_core.consumer.api_hints import shard_spec
+from gazette_core.consumer.api.authz import id_visible
+from gazette_core.consumer.api.errors import ShardStatusError
+from gazette_core.consumer.api.hints import shard_spec
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.rpc_ext import validate_stat_request
 from gazette_core.errors import ValidationError
 
 if TYPE_CHECKING:
-    from gazette_core.consumer.shard_api import ShardHost, ShardResolution
+    from gazette_core.consumer.api.host import ShardHost, ShardResolution
 
 Metadata = Sequence[tuple[str, str]]
 
