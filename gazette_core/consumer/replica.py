@@ -242,9 +242,8 @@ class ShardReplica:
                                                   name="restore_checkpoint")
         if promoted is not None and promoted.resolved.log == log_name:
             # Only now are these hints known to recover a usable store (Hard part 5).
-            await hints_store.rotate_backup_hints(
-                host.etcd, shard.spec, promoted.hints, shard.assignment.key,
-                shard.assignment.create_revision)
+            await hints_store.rotate_backup_hints(host.etcd, shard.spec, promoted.hints,
+                                                  _guard(shard))
         await self._set_status(cpb.ReplicaStatus(code=Code.PRIMARY))
         self._ready.set()
         self._step = "running transactions"
@@ -260,9 +259,8 @@ class ShardReplica:
         host, shard = self.host, self.shard
 
         async def store(hints: Any) -> bool:
-            return await hints_store.store_primary_hints(
-                host.etcd, shard.spec, hints, shard.assignment.key,
-                shard.assignment.create_revision)
+            return await hints_store.store_primary_hints(host.etcd, shard.spec, hints,
+                                                         _guard(shard))
 
         return HintsTimer(self.recorder, store, float(getattr(host.config, "hint_interval_s",
                                                               300.0)))
@@ -321,3 +319,8 @@ def _spec(kv: KeyValue) -> cpb.ShardSpec:
     if not isinstance(spec, cpb.ShardSpec):
         raise TypeError(f"{kv.key} does not hold a ShardSpec")
     return spec
+
+
+def _guard(shard: Shard) -> hints_store.AssignmentGuard:
+    """The shard's current assignment, guarding its hints writes."""
+    return hints_store.AssignmentGuard(shard.assignment.key, shard.assignment.create_revision)

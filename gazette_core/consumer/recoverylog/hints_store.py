@@ -11,6 +11,7 @@ compare-guarded transaction: new hints at `.backup.0`, the old `.backup.0` to
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import aetcd
 from aetcd import rpc
@@ -48,6 +49,22 @@ class StoredHintsError(GazetteError):
 
 class AssignmentChangedError(GazetteError):
     """The assignment guarding a hints write was re-created or removed."""
+
+
+@dataclass(frozen=True)
+class AssignmentGuard:
+    """The primary's assignment (its key and CreateRevision) that every hints write is
+    guarded by, so a replaced primary cannot overwrite its successor's hints."""
+
+    key: str
+    create_revision: int
+
+    def compare(self) -> rpc.Compare:
+        return etcd_util.cmp_create_revision(self.key, self.create_revision)
+
+    def changed(self, spec: cpb.ShardSpec, what: str) -> AssignmentChangedError:
+        return AssignmentChangedError(
+            f"shard {spec.id}: assignment {quote(self.key)} changed; {what}")
 
 
 def _decode_checked(key: str, value: bytes, log_name: str) -> rpb.FSMHints:
@@ -95,30 +112,21 @@ def pick_hints(resp: cpb.GetHintsResponse, log_name: str) -> rpb.FSMHints:
     return rpb.FSMHints(log=log_name)
 
 
-async def store_primary_hints(
-    etcd: aetcd.Client,
-    spec: cpb.ShardSpec,
-    hints: rpb.FSMHints,
-    assignment_key: str,
-    create_revision: int,
-) -> bool:
+async def store_primary_hints(etcd: aetcd.Client, spec: cpb.ShardSpec, hints: rpb.FSMHints,
+                              guard: AssignmentGuard) -> bool:
     """Write `hints` at the primary key while the assignment is still ours.
 
     Returns False (with a warning) when Etcd is unavailable: the next tick
     writes again. Raises AssignmentChangedError when the guard fails.
     """
-    guard = etcd_util.cmp_create_revision(assignment_key, create_revision)
     put = etcd_util.put_op(primary_hint_key(spec), encode_hints(hints))
     try:
-        resp = await etcd_util.txn(etcd, [guard], [put])
+        resp = await etcd_util.txn(etcd, [guard.compare()], [put])
     except EtcdUnavailableError as exc:
         log.warning("shard %s: storing primary hints: %s", spec.id, exc)
         return False
     if not resp.succeeded:
-        raise AssignmentChangedError(
-            f"shard {spec.id}: assignment {quote(assignment_key)} changed; "
-            "primary hints not stored"
-        )
+        raise guard.changed(spec, "primary hints not stored")
     return True
 
 
@@ -137,13 +145,8 @@ def _rotation(spec: cpb.ShardSpec, value: bytes, current: list[rpc.RangeResponse
     return compares, puts
 
 
-async def rotate_backup_hints(
-    etcd: aetcd.Client,
-    spec: cpb.ShardSpec,
-    hints: rpb.FSMHints,
-    assignment_key: str,
-    create_revision: int,
-) -> bool:
+async def rotate_backup_hints(etcd: aetcd.Client, spec: cpb.ShardSpec, hints: rpb.FSMHints,
+                              guard: AssignmentGuard) -> bool:
     """Put recovered `hints` at `.backup.0`, moving older backups down one slot.
 
     Only hints of the shard's own recovery log are rotated in (False
@@ -153,21 +156,17 @@ async def rotate_backup_hints(
     keys = backup_hint_keys(spec)
     if not keys or hints.log != recovery_log(spec):
         return False
-    guard = etcd_util.cmp_create_revision(assignment_key, create_revision)
     value = encode_hints(hints)
     backoff = Backoff(*ROTATE_BACKOFF)
     while True:
         read = await etcd_util.txn(etcd, [], [etcd_util.get_op(k) for k in keys])
         compares, puts = _rotation(spec, value, [r.response_range for r in read.responses])
-        resp = await etcd_util.txn(etcd, [guard, *compares], puts,
-                                   [etcd_util.get_op(assignment_key)])
+        resp = await etcd_util.txn(etcd, [guard.compare(), *compares], puts,
+                                   [etcd_util.get_op(guard.key)])
         if resp.succeeded:
             return True
         current = resp.responses[0].response_range.kvs
-        if not current or current[0].create_revision != create_revision:
-            raise AssignmentChangedError(
-                f"shard {spec.id}: assignment {quote(assignment_key)} changed; "
-                "backup hints not rotated"
-            )
+        if not current or current[0].create_revision != guard.create_revision:
+            raise guard.changed(spec, "backup hints not rotated")
         log.info("shard %s: backup hints changed meanwhile; retrying the rotation", spec.id)
         await backoff.wait()

@@ -14,6 +14,7 @@ from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.consumer.recoverylog.hints import decode_hints, encode_hints
 from gazette_core.consumer.recoverylog.hints_store import (
     AssignmentChangedError,
+    AssignmentGuard,
     StoredHintsError,
     get_hints,
     pick_hints,
@@ -94,13 +95,13 @@ async def test_get_hints_rejects_invalid_hints(etcd: aetcd.Client) -> None:
 
 async def test_store_primary_hints_guarded_by_create_revision(etcd: aetcd.Client) -> None:
     revision = await _assign(etcd)
-    assert await store_primary_hints(etcd, SPEC, hints(LOG, 4), ASSIGN, revision)
+    assert await store_primary_hints(etcd, SPEC, hints(LOG, 4), AssignmentGuard(ASSIGN, revision))
     assert await _value(etcd, PRIMARY) == hints(LOG, 4)
     # The assignment is re-created (a new primary incarnation): the old one may not write.
     await etcd.delete(ASSIGN.encode())
     await _assign(etcd)
     with pytest.raises(AssignmentChangedError) as info:
-        await store_primary_hints(etcd, SPEC, hints(LOG, 8), ASSIGN, revision)
+        await store_primary_hints(etcd, SPEC, hints(LOG, 8), AssignmentGuard(ASSIGN, revision))
     assert str(info.value) == (
         f"shard group/shard-1: assignment \"{ASSIGN}\" changed; primary hints not stored"
     )
@@ -109,27 +110,28 @@ async def test_store_primary_hints_guarded_by_create_revision(etcd: aetcd.Client
 
 async def test_rotation_shifts_down_and_stops_at_first_empty_slot(etcd: aetcd.Client) -> None:
     revision = await _assign(etcd)
-    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 1), ASSIGN, revision)
+    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 1), AssignmentGuard(ASSIGN, revision))
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 1), None, None]
-    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 2), ASSIGN, revision)
+    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 2), AssignmentGuard(ASSIGN, revision))
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 2), hints(LOG, 1), None]
     # Slot 1 emptied by hand: the rotation stops there, leaving slot 2 alone.
     await etcd.put(BACKUPS[2].encode(), encode_hints(hints(LOG, 7)))
     await etcd.delete(BACKUPS[1].encode())
-    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 3), ASSIGN, revision)
+    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 3), AssignmentGuard(ASSIGN, revision))
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 3), hints(LOG, 2),
                                                        hints(LOG, 7)]
     # Full slots: the oldest falls off the end.
-    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 4), ASSIGN, revision)
+    assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 4), AssignmentGuard(ASSIGN, revision))
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 4), hints(LOG, 3),
                                                        hints(LOG, 2)]
 
 
 async def test_rotation_skips_foreign_logs_and_no_slots(etcd: aetcd.Client) -> None:
     revision = await _assign(etcd)
-    assert not await rotate_backup_hints(etcd, SPEC, hints("logs/other-shard"), ASSIGN, revision)
+    guard = AssignmentGuard(ASSIGN, revision)
+    assert not await rotate_backup_hints(etcd, SPEC, hints("logs/other-shard"), guard)
     no_slots = shard("group/shard-1", log_prefix="logs", hint_prefix="/hints", hint_backups=0)
-    assert not await rotate_backup_hints(etcd, no_slots, hints(LOG), ASSIGN, revision)
+    assert not await rotate_backup_hints(etcd, no_slots, hints(LOG), guard)
     assert [await _value(etcd, k) for k in BACKUPS] == [None, None, None]
 
 
@@ -137,7 +139,7 @@ async def test_rotation_fails_when_assignment_changed(etcd: aetcd.Client) -> Non
     revision = await _assign(etcd)
     await etcd.delete(ASSIGN.encode())
     with pytest.raises(AssignmentChangedError):
-        await rotate_backup_hints(etcd, SPEC, hints(LOG), ASSIGN, revision)
+        await rotate_backup_hints(etcd, SPEC, hints(LOG), AssignmentGuard(ASSIGN, revision))
     assert await _value(etcd, BACKUPS[0]) is None
 
 
@@ -157,8 +159,9 @@ async def test_rotation_retries_after_a_conflicting_write(
         return await real_txn(client, compare, success, failure)
 
     monkeypatch.setattr(hints_store.etcd_util, "txn", racing_txn)
+    guard = AssignmentGuard(ASSIGN, revision)
     async with asyncio.timeout(10):
-        assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 9), ASSIGN, revision)
+        assert await rotate_backup_hints(etcd, SPEC, hints(LOG, 9), guard)
     assert calls == 4  # read, failed write, read again, write
     assert [await _value(etcd, k) for k in BACKUPS] == [hints(LOG, 9), hints(LOG, 5), None]
 
@@ -172,7 +175,7 @@ async def test_store_primary_hints_only_logs_when_etcd_is_unavailable(
     down = aetcd.Client(host="127.0.0.1", port=port, options=CHANNEL_OPTIONS)
     try:
         async with asyncio.timeout(30):
-            stored = await store_primary_hints(down, SPEC, hints(LOG), ASSIGN, 1)
+            stored = await store_primary_hints(down, SPEC, hints(LOG), AssignmentGuard(ASSIGN, 1))
     finally:
         await down.close()
     assert stored is False
