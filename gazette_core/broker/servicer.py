@@ -25,7 +25,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
 from gazette_core.broker.read_api import serve_read
 from gazette_core.broker.replicate_api import serve_replicate
-from gazette_core.server.statuses import abort
+from gazette_core.server.rpc_abort import AbortOnError
 from gazette_core.server.tolerant_decoding import check, checked
 
 if TYPE_CHECKING:
@@ -40,12 +40,6 @@ APPEND = f"{SERVICE}/Append"
 LISTFRAGMENTS = f"{SERVICE}/ListFragments"
 FRAGMENTSTOREHEALTH = f"{SERVICE}/FragmentStoreHealth"
 REPLICATE = f"{SERVICE}/Replicate"
-
-
-async def _abort(context: Context, exc: Exception, method: str) -> None:
-    if isinstance(exc, grpc.aio.AbortError):
-        raise exc  # the status is set already
-    await abort(context, exc, method)
 
 
 def _cancel_when_rpc_ends(context: Context) -> asyncio.Event:
@@ -74,63 +68,46 @@ class JournalServicer(pb_grpc.JournalServicer):
 
     async def List(self, request: pb.ListRequest, context: Context
                    ) -> AsyncIterator[pb.ListResponse]:
-        try:
+        async with AbortOnError(context, LIST):
             async for resp in serve_list(self.broker, check(request, context, LIST)):
                 yield resp
-        except Exception as exc:
-            await _abort(context, exc, LIST)
 
     async def Apply(self, request: pb.ApplyRequest, context: Context
                     ) -> pb.ApplyResponse:
-        try:
+        async with AbortOnError(context, APPLY):
             return await serve_apply(self.broker, check(request, context, APPLY))
-        except Exception as exc:
-            await _abort(context, exc, APPLY)
-            raise
 
     async def Read(self, request: pb.ReadRequest, context: Context
                    ) -> AsyncIterator[pb.ReadResponse]:
-        try:
+        async with AbortOnError(context, READ):
             async for resp in serve_read(self.broker, check(request, context, READ)):
                 yield resp
-        except Exception as exc:
-            await _abort(context, exc, READ)
 
     async def Append(self, request_iterator: AsyncIterator[pb.AppendRequest],
                      context: Context) -> pb.AppendResponse:
-        try:
+        async with AbortOnError(context, APPEND):
             return await serve_append(self.broker,
                                       checked(request_iterator, context, APPEND))
-        except Exception as exc:
-            await _abort(context, exc, APPEND)
-            raise
 
     async def ListFragments(self, request: pb.FragmentsRequest, context: Context
                             ) -> pb.FragmentsResponse:
-        try:
+        async with AbortOnError(context, LISTFRAGMENTS):
             return await serve_list_fragments(self.broker,
                                               check(request, context, LISTFRAGMENTS))
-        except Exception as exc:
-            await _abort(context, exc, LISTFRAGMENTS)
-            raise
 
     async def FragmentStoreHealth(self, request: pb.FragmentStoreHealthRequest,
                                   context: Context) -> pb.FragmentStoreHealthResponse:
-        try:
+        async with AbortOnError(context, FRAGMENTSTOREHEALTH):
             return await serve_store_health(self.broker,
                                             check(request, context, FRAGMENTSTOREHEALTH))
-        except Exception as exc:
-            await _abort(context, exc, FRAGMENTSTOREHEALTH)
-            raise
 
     async def Replicate(self, request_iterator: AsyncIterator[pb.ReplicateRequest],
                         context: Context) -> AsyncIterator[pb.ReplicateResponse]:
         done = _cancel_when_rpc_ends(context)
         try:
-            async for resp in serve_replicate(self.broker,
-                                              checked(request_iterator, context, REPLICATE)):
-                yield resp
-        except Exception as exc:
-            await _abort(context, exc, REPLICATE)
+            async with AbortOnError(context, REPLICATE):
+                async for resp in serve_replicate(
+                        self.broker, checked(request_iterator, context, REPLICATE)):
+                    yield resp
         finally:
             done.set()

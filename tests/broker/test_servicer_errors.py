@@ -15,6 +15,7 @@ from gazette_core.broker import servicer
 from gazette_core.broker.append_stream import AppendStreamError
 from gazette_core.broker.pipeline import PipelineError
 from gazette_core.broker.proxy import ProxyError
+from gazette_core.server.rpc_abort import AbortOnError
 from gazette_core.server.statuses import MAX_MESSAGE, abort, status_of
 
 Code = grpc.StatusCode
@@ -47,7 +48,8 @@ async def test_abort_code_follows_whether_the_error_is_retriable(
         error: Exception, code: grpc.StatusCode) -> None:
     context = RecordingContext()
     with pytest.raises(Aborted):
-        await servicer._abort(context, error, servicer.APPEND)  # type: ignore[arg-type]
+        async with AbortOnError(context, servicer.APPEND):  # type: ignore[arg-type]
+            raise error
     assert (context.code, context.details) == (code, str(error))
 
 

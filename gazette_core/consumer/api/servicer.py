@@ -24,8 +24,7 @@ from gazette_core.consumer.api.list import serve_list
 from gazette_core.consumer.api.stat import serve_stat
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol import consumer_pb2_grpc as cpb_grpc
-from gazette_core.errors import CodedError, ValidationError
-from gazette_core.server.statuses import abort
+from gazette_core.server.rpc_abort import AbortOnError
 from gazette_core.server.tolerant_decoding import add_tolerant, check
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
@@ -34,14 +33,6 @@ GETHINTS, UNASSIGN = f"{SERVICE}/GetHints", f"{SERVICE}/Unassign"
 
 __all__ = ["SHARD_CAPABILITIES", "ShardHost", "ShardResolution", "ShardServicer",
            "add_shard_servicer"]
-
-
-async def _abort(context: Context, exc: Exception, method: str) -> None:
-    if isinstance(exc, grpc.aio.AbortError):
-        raise exc  # the status is set already
-    if isinstance(exc, ValidationError):
-        exc = CodedError("INVALID_ARGUMENT", str(exc))
-    await abort(context, exc, method)
 
 
 def _caller_auth(context: Context) -> list[tuple[str, str]]:
@@ -56,42 +47,27 @@ class ShardServicer(cpb_grpc.ShardServicer):
         self.host = service
 
     async def Stat(self, request: cpb.StatRequest, context: Context) -> cpb.StatResponse:
-        try:
+        async with AbortOnError(context, STAT, invalid_argument=True):
             return await serve_stat(self.host, check(request, context, STAT),
                                     _caller_auth(context))
-        except Exception as exc:
-            await _abort(context, exc, STAT)
-            raise
 
     async def List(self, request: cpb.ListRequest, context: Context) -> cpb.ListResponse:
-        try:
+        async with AbortOnError(context, LIST, invalid_argument=True):
             return await serve_list(self.host, check(request, context, LIST))
-        except Exception as exc:
-            await _abort(context, exc, LIST)
-            raise
 
     async def Apply(self, request: cpb.ApplyRequest, context: Context) -> cpb.ApplyResponse:
-        try:
+        async with AbortOnError(context, APPLY, invalid_argument=True):
             return await serve_apply(self.host, check(request, context, APPLY))
-        except Exception as exc:
-            await _abort(context, exc, APPLY)
-            raise
 
     async def GetHints(self, request: cpb.GetHintsRequest, context: Context
                        ) -> cpb.GetHintsResponse:
-        try:
+        async with AbortOnError(context, GETHINTS, invalid_argument=True):
             return await serve_get_hints(self.host, check(request, context, GETHINTS))
-        except Exception as exc:
-            await _abort(context, exc, GETHINTS)
-            raise
 
     async def Unassign(self, request: cpb.UnassignRequest, context: Context
                        ) -> cpb.UnassignResponse:
-        try:
+        async with AbortOnError(context, UNASSIGN, invalid_argument=True):
             return await serve_unassign(self.host, check(request, context, UNASSIGN))
-        except Exception as exc:
-            await _abort(context, exc, UNASSIGN)
-            raise
 
 
 def add_shard_servicer(server: grpc.aio.Server, host: ShardHost) -> ShardServicer:
