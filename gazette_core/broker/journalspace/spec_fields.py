@@ -11,24 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.labels_ext import LabelMap, add_label_map, label_map
 
 SPEC_SCALARS = ("replication", "flags", "max_append_rate")
 FRAGMENT_SCALARS = ("length", "compression_codec", "path_postfix_template")
 FRAGMENT_DURATIONS = ("refresh_interval", "retention", "flush_interval")
 
-# Per-name label values, kept sorted so equal sets compare equal.
-LabelMap = dict[str, tuple[str, ...]]
 # Non-zero comparable values keyed by field path, e.g. "fragment.length";
 # stores are a tuple and durations a (seconds, nanos) pair.
 FieldMap = dict[str, Any]
-
-
-def label_map(spec: pb.JournalSpec) -> LabelMap:
-    """The spec's labels grouped by name."""
-    grouped: dict[str, set[str]] = {}
-    for label in spec.labels.labels:
-        grouped.setdefault(label.name, set()).add(label.value)
-    return {name: tuple(sorted(values)) for name, values in grouped.items()}
 
 
 def field_map(spec: pb.JournalSpec) -> FieldMap:
@@ -61,9 +52,7 @@ def build_spec(fields: FieldMap, labels: LabelMap) -> pb.JournalSpec:
             duration.seconds, duration.nanos = seconds, nanos
         else:
             setattr(spec.fragment, attr, value)
-    for name in sorted(labels):
-        for value in labels[name]:
-            spec.labels.labels.add(name=name, value=value)
+    add_label_map(spec.labels, labels)
     return spec
 
 
@@ -73,7 +62,7 @@ def inherit(child: pb.JournalSpec, parent: pb.JournalSpec) -> pb.JournalSpec:
     A child naming a label replaces all of the parent's values for that name.
     """
     fields = {**field_map(parent), **field_map(child)}
-    labels = {**label_map(parent), **label_map(child)}
+    labels = {**label_map(parent.labels), **label_map(child.labels)}
     return build_spec(fields, labels)
 
 
@@ -82,9 +71,9 @@ def intersect(specs: list[pb.JournalSpec]) -> pb.JournalSpec:
     if not specs:
         return pb.JournalSpec()
     fields = field_map(specs[0])
-    labels = label_map(specs[0])
+    labels = label_map(specs[0].labels)
     for spec in specs[1:]:
-        other_fields, other_labels = field_map(spec), label_map(spec)
+        other_fields, other_labels = field_map(spec), label_map(spec.labels)
         fields = {k: v for k, v in fields.items() if other_fields.get(k) == v}
         labels = {k: v for k, v in labels.items() if other_labels.get(k) == v}
     return build_spec(fields, labels)
@@ -92,9 +81,9 @@ def intersect(specs: list[pb.JournalSpec]) -> pb.JournalSpec:
 
 def subtract(child: pb.JournalSpec, parent: pb.JournalSpec) -> pb.JournalSpec:
     """The child's values that differ from its parent's, keeping its suspend."""
-    parent_fields, parent_labels = field_map(parent), label_map(parent)
+    parent_fields, parent_labels = field_map(parent), label_map(parent.labels)
     fields = {k: v for k, v in field_map(child).items() if parent_fields.get(k) != v}
-    labels = {k: v for k, v in label_map(child).items() if parent_labels.get(k) != v}
+    labels = {k: v for k, v in label_map(child.labels).items() if parent_labels.get(k) != v}
     result = build_spec(fields, labels)
     if child.HasField("suspend"):
         result.suspend.CopyFrom(child.suspend)

@@ -108,6 +108,26 @@ def values_of(ls: pb.LabelSet, name: str) -> list[str]:
     return [label.value for label in ls.labels if label.name == name]
 
 
+# A LabelSet's values per name, each name's kept sorted so equal sets compare
+# equal: the form spec algebra (journal and shard spec fields) works in.
+LabelMap = dict[str, tuple[str, ...]]
+
+
+def label_map(ls: pb.LabelSet) -> LabelMap:
+    """The labels of `ls` grouped by name."""
+    grouped: dict[str, set[str]] = {}
+    for label in ls.labels:
+        grouped.setdefault(label.name, set()).add(label.value)
+    return {name: tuple(sorted(values)) for name, values in grouped.items()}
+
+
+def add_label_map(ls: pb.LabelSet, grouped: LabelMap) -> None:
+    """Add the labels of `grouped` to `ls`, in (name, value) order."""
+    for name in sorted(grouped):
+        for value in grouped[name]:
+            ls.labels.add(name=name, value=value)
+
+
 def _names(ls: pb.LabelSet) -> set[str]:
     return {label.name for label in ls.labels}
 

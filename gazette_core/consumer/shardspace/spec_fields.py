@@ -11,23 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from gazette_core.broker.protocol.labels_ext import LabelMap, add_label_map, label_map
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 
 SCALARS = ("recovery_log_prefix", "hint_prefix", "hint_backups", "disable", "hot_standbys",
            "disable_wait_for_ack", "ring_buffer_size", "read_channel_size")
 DURATIONS = ("max_txn_duration", "min_txn_duration")
 
-LabelMap = dict[str, tuple[str, ...]]
 # Non-zero comparable values by field: sources as ((journal, min_offset), ...),
 # durations as (seconds, nanos).
 FieldMap = dict[str, Any]
-
-
-def label_map(spec: cpb.ShardSpec) -> LabelMap:
-    grouped: dict[str, set[str]] = {}
-    for label in spec.labels.labels:
-        grouped.setdefault(label.name, set()).add(label.value)
-    return {name: tuple(sorted(values)) for name, values in grouped.items()}
 
 
 def field_map(spec: cpb.ShardSpec) -> FieldMap:
@@ -52,16 +45,14 @@ def build_spec(fields: FieldMap, labels: LabelMap) -> cpb.ShardSpec:
             duration.seconds, duration.nanos = value
         else:
             setattr(spec, key, value)
-    for name in sorted(labels):
-        for value in labels[name]:
-            spec.labels.labels.add(name=name, value=value)
+    add_label_map(spec.labels, labels)
     return spec
 
 
 def inherit(child: cpb.ShardSpec, parent: cpb.ShardSpec) -> cpb.ShardSpec:
     """The child's values, with every field it leaves zero taken from `parent`; its id kept."""
     spec = build_spec({**field_map(parent), **field_map(child)},
-                      {**label_map(parent), **label_map(child)})
+                      {**label_map(parent.labels), **label_map(child.labels)})
     spec.id = child.id
     return spec
 
@@ -70,9 +61,9 @@ def intersect(specs: list[cpb.ShardSpec]) -> cpb.ShardSpec:
     """The values every spec agrees on (labels: names with identical value sets)."""
     if not specs:
         return cpb.ShardSpec()
-    fields, labels = field_map(specs[0]), label_map(specs[0])
+    fields, labels = field_map(specs[0]), label_map(specs[0].labels)
     for spec in specs[1:]:
-        other_fields, other_labels = field_map(spec), label_map(spec)
+        other_fields, other_labels = field_map(spec), label_map(spec.labels)
         fields = {k: v for k, v in fields.items() if other_fields.get(k) == v}
         labels = {k: v for k, v in labels.items() if other_labels.get(k) == v}
     return build_spec(fields, labels)
@@ -80,9 +71,9 @@ def intersect(specs: list[cpb.ShardSpec]) -> cpb.ShardSpec:
 
 def subtract(child: cpb.ShardSpec, parent: cpb.ShardSpec) -> cpb.ShardSpec:
     """The child's values that differ from its parent's; its id kept."""
-    parent_fields, parent_labels = field_map(parent), label_map(parent)
+    parent_fields, parent_labels = field_map(parent), label_map(parent.labels)
     fields = {k: v for k, v in field_map(child).items() if parent_fields.get(k) != v}
-    labels = {k: v for k, v in label_map(child).items() if parent_labels.get(k) != v}
+    labels = {k: v for k, v in label_map(child.labels).items() if parent_labels.get(k) != v}
     spec = build_spec(fields, labels)
     spec.id = child.id
     return spec
