@@ -8,7 +8,8 @@ values; `suspend` and `name` are never part of the algebra.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import LabelMap, add_label_map, label_map
@@ -20,6 +21,7 @@ FRAGMENT_DURATIONS = ("refresh_interval", "retention", "flush_interval")
 # Non-zero comparable values keyed by field path, e.g. "fragment.length";
 # stores are a tuple and durations a (seconds, nanos) pair.
 FieldMap = dict[str, Any]
+V = TypeVar("V")
 
 
 def field_map(spec: pb.JournalSpec) -> FieldMap:
@@ -70,24 +72,28 @@ def intersect(specs: list[pb.JournalSpec]) -> pb.JournalSpec:
     """The values every spec agrees on (labels: names with identical value sets)."""
     if not specs:
         return pb.JournalSpec()
-    fields = field_map(specs[0])
-    labels = label_map(specs[0].labels)
-    for spec in specs[1:]:
-        other_fields, other_labels = field_map(spec), label_map(spec.labels)
-        fields = {k: v for k, v in fields.items() if other_fields.get(k) == v}
-        labels = {k: v for k, v in labels.items() if other_labels.get(k) == v}
-    return build_spec(fields, labels)
+    return build_spec(agreed([field_map(s) for s in specs]),
+                      agreed([label_map(s.labels) for s in specs]))
 
 
 def subtract(child: pb.JournalSpec, parent: pb.JournalSpec) -> pb.JournalSpec:
     """The child's values that differ from its parent's, keeping its suspend."""
-    parent_fields, parent_labels = field_map(parent), label_map(parent.labels)
-    fields = {k: v for k, v in field_map(child).items() if parent_fields.get(k) != v}
-    labels = {k: v for k, v in label_map(child.labels).items() if parent_labels.get(k) != v}
-    result = build_spec(fields, labels)
+    result = build_spec(differing(field_map(child), field_map(parent)),
+                        differing(label_map(child.labels), label_map(parent.labels)))
     if child.HasField("suspend"):
         result.suspend.CopyFrom(child.suspend)
     return result
+
+
+def agreed(maps: Sequence[Mapping[str, V]]) -> dict[str, V]:
+    """The entries every one of `maps` holds with an equal value."""
+    first, *rest = maps
+    return {k: v for k, v in first.items() if all(m.get(k) == v for m in rest)}
+
+
+def differing(child: Mapping[str, V], parent: Mapping[str, V]) -> dict[str, V]:
+    """The entries of `child` that `parent` does not hold with an equal value."""
+    return {k: v for k, v in child.items() if parent.get(k) != v}
 
 
 def _is_zero(value: object) -> bool:

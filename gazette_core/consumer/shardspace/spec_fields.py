@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gazette_core.broker.journalspace.spec_fields import agreed, differing
 from gazette_core.broker.protocol.labels_ext import LabelMap, add_label_map, label_map
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
 
@@ -61,20 +62,14 @@ def intersect(specs: list[cpb.ShardSpec]) -> cpb.ShardSpec:
     """The values every spec agrees on (labels: names with identical value sets)."""
     if not specs:
         return cpb.ShardSpec()
-    fields, labels = field_map(specs[0]), label_map(specs[0].labels)
-    for spec in specs[1:]:
-        other_fields, other_labels = field_map(spec), label_map(spec.labels)
-        fields = {k: v for k, v in fields.items() if other_fields.get(k) == v}
-        labels = {k: v for k, v in labels.items() if other_labels.get(k) == v}
-    return build_spec(fields, labels)
+    return build_spec(agreed([field_map(s) for s in specs]),
+                      agreed([label_map(s.labels) for s in specs]))
 
 
 def subtract(child: cpb.ShardSpec, parent: cpb.ShardSpec) -> cpb.ShardSpec:
     """The child's values that differ from its parent's; its id kept."""
-    parent_fields, parent_labels = field_map(parent), label_map(parent.labels)
-    fields = {k: v for k, v in field_map(child).items() if parent_fields.get(k) != v}
-    labels = {k: v for k, v in label_map(child.labels).items() if parent_labels.get(k) != v}
-    spec = build_spec(fields, labels)
+    spec = build_spec(differing(field_map(child), field_map(parent)),
+                      differing(label_map(child.labels), label_map(parent.labels)))
     spec.id = child.id
     return spec
 
