@@ -15,5 +15,6 @@
   chunk_decode.py: a read chunk's records decoded at once or one by one;
 - sequencer.py (+ sequence.py): the Sequencer that commits, rolls back and
   de-duplicates, with checkpoints, message by message or a batch at once;
-- committed.py: read_committed, for applications outside consumers.
+- committed.py: read_committed, for applications outside consumers;
+- acks.py: is_acknowledgement, telling ACKs apart without a UUID object.
 """

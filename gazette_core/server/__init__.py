@@ -8,5 +8,6 @@ gRPC to the gRPC server (`relay`) and handing HTTP to the process's
 verifies tokens, `interceptor` enforces them on a server, `authz` answers
 per-journal questions for the RPC being served, `client_auth` attaches
 tokens to a client's calls, and `tls` builds server and channel credentials
-from PEM files.
+from PEM files. `statuses` maps a handler's failure to the status a client
+sees, and `rpc_abort` ends an RPC with it around each servicer method.
 """
