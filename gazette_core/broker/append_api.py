@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from gazette_core.broker import suspension
+from gazette_core.broker.append_pipeline import oversized, resolve_for_append, sync_pipeline
 from gazette_core.broker.append_queue import await_follow_up, pipeline_turn
 from gazette_core.broker.append_stream import (
     NO_CONTENT_MODES,
@@ -55,7 +56,7 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
     content = (first.suspend in NO_CONTENT_MODES and second is not None
                and bool(second.content))
     while True:
-        res = await broker.resolve_for_append(first)
+        res = await resolve_for_append(broker, first)
         if res.status != pb.OK:
             return pb.AppendResponse(status=res.status, header=res.header)
         if res.header.process_id != broker.process_id:
@@ -85,10 +86,10 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
         if refusal is not None:
             return refusal
         await replica.index.wait_first_refresh()
-        pipeline = await broker.sync_pipeline(replica, res)
+        pipeline = await sync_pipeline(broker, replica, res)
         if pipeline is None:
             return None
-        if not broker.oversized(res):
+        if not oversized(broker, res):
             try:
                 outcome = await _append_locked(broker, pipeline, res, first, requests)
             except PipelineError:
