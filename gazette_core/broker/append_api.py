@@ -19,7 +19,6 @@ from gazette_core.broker.append_stream import (
     NO_CONTENT_MODES,
     AppendStreamError,
     PendingCommit,
-    may_write,
     next_request,
     stream_and_commit,
 )
@@ -27,6 +26,7 @@ from gazette_core.broker.append_throttle import AppendThrottle, effective_rate
 from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.flags_ext import may_write
 from gazette_core.broker.protocol.labels_ext import matches
 from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.protocol.validate_ext import validate_append_request
@@ -36,11 +36,7 @@ from gazette_core.broker.resolver import Resolution
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
-__all__ = ["AppendStreamError", "may_read", "may_write", "serve_append"]
-
-
-def may_read(spec: pb.JournalSpec) -> bool:
-    return spec.flags != pb.JournalSpec.O_WRONLY
+__all__ = ["AppendStreamError", "serve_append"]
 
 
 async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
