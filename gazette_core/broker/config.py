@@ -6,7 +6,12 @@ import socket
 from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks, listen
-from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
+from gazette_core.server.common_flags import (
+    ETCD_LOG_FLAGS,
+    server_flags,
+    service_flags,
+    tls_flags,
+)
 from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
 
@@ -91,21 +96,10 @@ FLAGS: list[Flag] = [
     ("--broker.http-port", "http_port", int, "BROKER_HTTP_PORT",
      "A port of its own for HTTP: the content gateway and /debug/ (unset: the service port; "
      "0: any free port; -1: no HTTP)"),
-    ("--broker.auth-keys", "auth_keys", str, "BROKER_AUTH_KEYS",
-     "Base64 HMAC keys separated by whitespace or commas; the first signs, any verifies. "
-     "Empty: no authorization"),
-    ("--broker.server-cert-file", "server_cert_file", str, "BROKER_SERVER_CERT_FILE",
-     "PEM certificate the server presents (turns on TLS)"),
-    ("--broker.server-cert-key-file", "server_cert_key_file", str,
-     "BROKER_SERVER_CERT_KEY_FILE", "PEM key of --broker.server-cert-file"),
-    ("--broker.server-ca-file", "server_ca_file", str, "BROKER_SERVER_CA_FILE",
-     "PEM CA bundle; when set, clients must present a certificate it signed"),
-    ("--broker.peer-cert-file", "peer_cert_file", str, "BROKER_PEER_CERT_FILE",
-     "PEM certificate presented to peer brokers"),
-    ("--broker.peer-cert-key-file", "peer_cert_key_file", str, "BROKER_PEER_CERT_KEY_FILE",
-     "PEM key of --broker.peer-cert-file"),
-    ("--broker.peer-ca-file", "peer_ca_file", str, "BROKER_PEER_CA_FILE",
-     "PEM CA bundle that verifies peer brokers (default: the system pool)"),
+    *server_flags("broker", "Base64 HMAC keys separated by whitespace or commas; the first "
+                  "signs, any verifies. Empty: no authorization"),
+    *tls_flags("--broker.peer-", "peer_", "PEM certificate presented to peer brokers",
+               "PEM CA bundle that verifies peer brokers (default: the system pool)"),
     ("--broker.auto-suspend", "auto_suspend", bool, "BROKER_AUTO_SUSPEND",
      "Suspend journals whose pulse saw no change for 15 intervals"),
     ("--broker.persist-on-stop-timeout", "persist_on_stop_timeout", Duration,

@@ -10,7 +10,12 @@ import socket
 from dataclasses import dataclass, field
 
 from gazette_core.server import flag_checks, listen
-from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
+from gazette_core.server.common_flags import (
+    ETCD_LOG_FLAGS,
+    server_flags,
+    service_flags,
+    tls_flags,
+)
 from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
 # Gazette's consumer groups live under this prefix, followed by the application's name.
@@ -103,24 +108,14 @@ FLAGS: list[Flag] = [
      "Directory of the shards' local stores (default: the system temp directory)"),
     ("--consumer.hint-interval", "hint_interval", Duration, "CONSUMER_HINT_INTERVAL",
      "Time between the primary's writes of its recovery-log hints"),
-    ("--consumer.auth-keys", "auth_keys", str, "CONSUMER_AUTH_KEYS",
-     "Base64 HMAC keys separated by whitespace or commas; the first signs this process's "
-     "requests to peers (and to brokers, without --broker.auth-keys), any verifies. Empty: "
-     "no authorization"),
-    ("--consumer.server-cert-file", "server_cert_file", str, "CONSUMER_SERVER_CERT_FILE",
-     "PEM certificate the server presents (turns on TLS)"),
-    ("--consumer.server-cert-key-file", "server_cert_key_file", str,
-     "CONSUMER_SERVER_CERT_KEY_FILE", "PEM key of --consumer.server-cert-file"),
-    ("--consumer.server-ca-file", "server_ca_file", str, "CONSUMER_SERVER_CA_FILE",
-     "PEM CA bundle; when set, clients must present a certificate it signed"),
+    *server_flags("consumer", "Base64 HMAC keys separated by whitespace or commas; the first "
+                  "signs this process's requests to peers (and to brokers, without "
+                  "--broker.auth-keys), any verifies. Empty: no authorization"),
     ("--broker.address", "broker_address", str, "BROKER_ADDRESS",
      "Broker endpoint (comma-separated for several)"),
-    ("--broker.cert-file", "broker_cert_file", str, "BROKER_CERT_FILE",
-     "PEM client certificate for https brokers"),
-    ("--broker.cert-key-file", "broker_cert_key_file", str, "BROKER_CERT_KEY_FILE",
-     "PEM key of --broker.cert-file"),
-    ("--broker.trusted-ca-file", "broker_ca_file", str, "BROKER_TRUSTED_CA_FILE",
-     "PEM CA bundle that verifies https brokers (default: the system pool)"),
+    *tls_flags("--broker.", "broker_", "PEM client certificate for https brokers",
+               "PEM CA bundle that verifies https brokers (default: the system pool)",
+               ca="trusted-ca-file", ca_field="broker_ca_file"),
     ("--broker.auth-token", "broker_auth_token", str, "BROKER_AUTH_TOKEN",
      "Bearer token for brokers, when no auth keys sign for them"),
     ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
@@ -133,14 +128,11 @@ FLAGS: list[Flag] = [
      "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
      "repeatable (the environment variable separates several by commas or spaces)"),
     *service_flags("consumer", "CONSUMER"),
-    ("--consumer.peer-cert-file", "peer_cert_file", str, "CONSUMER_PEER_CERT_FILE",
-     "PEM certificate presented to other consumers of the group (e.g. proxying Shard API "
-     "calls to a shard's primary; default: --broker.cert-file)"),
-    ("--consumer.peer-cert-key-file", "peer_cert_key_file", str, "CONSUMER_PEER_CERT_KEY_FILE",
-     "PEM key of --consumer.peer-cert-file"),
-    ("--consumer.peer-ca-file", "peer_ca_file", str, "CONSUMER_PEER_CA_FILE",
-     "PEM CA bundle that verifies other consumers (default: --broker.trusted-ca-file, else "
-     "the system pool)"),
+    *tls_flags("--consumer.peer-", "peer_",
+               "PEM certificate presented to other consumers of the group (e.g. proxying "
+               "Shard API calls to a shard's primary; default: --broker.cert-file)",
+               "PEM CA bundle that verifies other consumers (default: "
+               "--broker.trusted-ca-file, else the system pool)"),
     ("--broker.auth-keys", "broker_auth_keys", str, "BROKER_AUTH_KEYS",
      "Base64 HMAC keys whose first signs this process's requests to brokers (default: "
      "--consumer.auth-keys)"),

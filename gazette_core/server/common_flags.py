@@ -1,7 +1,9 @@
-"""Flags every server process has, brokers and consumers alike: service limits, Etcd, logging.
+"""Flags every server process has, brokers and consumers alike: service limits, TLS, Etcd, logging.
 
 Each process's config module splices these rows into its own table; the
-config dataclasses carry the fields under the same names.
+config dataclasses carry the fields under the same names. `tls_flags` makes
+the three rows of each certificate, key and CA bundle (server, peers,
+brokers, Etcd), with the environment variables named after the flags.
 """
 
 from __future__ import annotations
@@ -25,13 +27,42 @@ def service_flags(role: str, env: str) -> list[Flag]:
     ]
 
 
+def env_of(flag: str) -> str:
+    """A flag's environment variable: its name in capitals, with `_` for `.` and `-`."""
+    return flag[2:].upper().replace(".", "_").replace("-", "_")
+
+
+def tls_flags(flag: str, field: str, cert_help: str, ca_help: str, *, ca: str = "ca-file",
+              ca_field: str = "") -> list[Flag]:
+    """The rows of a PEM certificate, its key and a CA bundle, each named `<flag>...`.
+
+    Flags `<flag>cert-file`, `<flag>cert-key-file` and `<flag><ca>` fill the
+    fields `<field>cert_file`, `<field>cert_key_file` and `<field><ca>` (or
+    `ca_field`); their environment variables are the flags' names (`env_of`).
+    """
+    cert, key, bundle = f"{flag}cert-file", f"{flag}cert-key-file", f"{flag}{ca}"
+    return [
+        (cert, f"{field}cert_file", str, env_of(cert), cert_help),
+        (key, f"{field}cert_key_file", str, env_of(key), f"PEM key of {cert}"),
+        (bundle, ca_field or field + ca.replace("-", "_"), str, env_of(bundle), ca_help),
+    ]
+
+
+def server_flags(role: str, auth_help: str) -> list[Flag]:
+    """`--<role>.auth-keys` (explained by `auth_help`) and the server's TLS rows."""
+    auth = f"--{role}.auth-keys"
+    return [
+        (auth, "auth_keys", str, env_of(auth), auth_help),
+        *tls_flags(f"--{role}.server-", "server_",
+                   "PEM certificate the server presents (turns on TLS)",
+                   "PEM CA bundle; when set, clients must present a certificate it signed"),
+    ]
+
+
 ETCD_LOG_FLAGS: list[Flag] = [
-    ("--etcd.cert-file", "etcd_cert_file", str, "ETCD_CERT_FILE",
-     "PEM client certificate for an https:// Etcd"),
-    ("--etcd.cert-key-file", "etcd_cert_key_file", str, "ETCD_CERT_KEY_FILE",
-     "PEM key of --etcd.cert-file"),
-    ("--etcd.trusted-ca-file", "etcd_trusted_ca_file", str, "ETCD_TRUSTED_CA_FILE",
-     "PEM CA bundle that verifies an https:// Etcd (default: the system pool)"),
+    *tls_flags("--etcd.", "etcd_", "PEM client certificate for an https:// Etcd",
+               "PEM CA bundle that verifies an https:// Etcd (default: the system pool)",
+               ca="trusted-ca-file"),
     ("--log.format", "log_format", str, "LOG_FORMAT",
      "json (one object a line: level, msg, time and the entry's fields), text (key=value "
      "pairs) or color (text, coloured)"),
