@@ -1,10 +1,10 @@
 """Flags every server process has, brokers and consumers alike: service limits, TLS, Etcd, logging.
 
-Each process's config module splices these rows into its own table; its
-config dataclass extends `ServerSettings`, the fields of the settings both
-processes share, under the flags' names. `tls_flags` makes
-the three rows of each certificate, key and CA bundle (server, peers,
-brokers, Etcd), with the environment variables named after the flags.
+Each process's config module splices these rows into its own table, in the
+order of its `--help`; its config dataclass extends `ServerSettings`, the
+fields both processes share, under the flags' names. `tls_flags` makes the
+three rows of each certificate, key and CA bundle (server, peers, brokers,
+Etcd), with the environment variables named after the flags.
 """
 
 from __future__ import annotations
