@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from gazette_core.broker import suspension
+from gazette_core.broker.append_pipeline import oversized, resolve_for_append, sync_pipeline
 from gazette_core.broker.append_queue import await_follow_up, pipeline_turn
 from gazette_core.broker.append_stream import (
     NO_CONTENT_MODES,
     AppendStreamError,
     PendingCommit,
-    may_write,
     next_request,
     stream_and_commit,
 )
@@ -26,6 +26,7 @@ from gazette_core.broker.append_throttle import AppendThrottle, effective_rate
 from gazette_core.broker.fragment.spool_file import SpoolFullError
 from gazette_core.broker.pipeline import Pipeline, PipelineError
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.flags_ext import may_write
 from gazette_core.broker.protocol.labels_ext import matches
 from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.protocol.validate_ext import validate_append_request
@@ -35,11 +36,7 @@ from gazette_core.broker.resolver import Resolution
 if TYPE_CHECKING:
     from gazette_core.broker.service import Broker
 
-__all__ = ["AppendStreamError", "may_read", "may_write", "serve_append"]
-
-
-def may_read(spec: pb.JournalSpec) -> bool:
-    return spec.flags != pb.JournalSpec.O_WRONLY
+__all__ = ["AppendStreamError", "serve_append"]
 
 
 async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
@@ -55,7 +52,7 @@ async def serve_append(broker: Broker, requests: AsyncIterator[pb.AppendRequest]
     content = (first.suspend in NO_CONTENT_MODES and second is not None
                and bool(second.content))
     while True:
-        res = await broker.resolve_for_append(first)
+        res = await resolve_for_append(broker, first)
         if res.status != pb.OK:
             return pb.AppendResponse(status=res.status, header=res.header)
         if res.header.process_id != broker.process_id:
@@ -85,10 +82,10 @@ async def _append_as_primary(broker: Broker, res: Resolution, first: pb.AppendRe
         if refusal is not None:
             return refusal
         await replica.index.wait_first_refresh()
-        pipeline = await broker.sync_pipeline(replica, res)
+        pipeline = await sync_pipeline(broker, replica, res)
         if pipeline is None:
             return None
-        if not broker.oversized(res):
+        if not oversized(broker, res):
             try:
                 outcome = await _append_locked(broker, pipeline, res, first, requests)
             except PipelineError:

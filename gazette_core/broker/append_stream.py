@@ -19,6 +19,7 @@ from gazette_core.broker import metrics
 from gazette_core.broker.append_throttle import AppendThrottle
 from gazette_core.broker.pipeline import Acknowledgement, Pipeline
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.flags_ext import may_write
 from gazette_core.broker.protocol.fragment_ext import sha1_to_sum
 from gazette_core.broker.protocol.labels_ext import subtract_label_sets, union_label_sets
 from gazette_core.broker.protocol.validate_ext import validate_append_request
@@ -39,11 +40,6 @@ class AppendStreamError(GazetteError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"append stream: {reason}")
-
-
-def may_write(spec: pb.JournalSpec) -> bool:
-    return spec.flags in (pb.JournalSpec.NOT_SPECIFIED, pb.JournalSpec.O_WRONLY,
-                          pb.JournalSpec.O_RDWR)
 
 
 async def next_request(requests: AsyncIterator[pb.AppendRequest]) -> pb.AppendRequest | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gazette_core.broker.append_api import may_read
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_seconds
+from gazette_core.broker.protocol.flags_ext import may_read
 from gazette_core.broker.protocol.validate_ext import validate_fragments_request
 from gazette_core.broker.proxy import proxy_list_fragments
 from gazette_core.broker.stores.metered import metered_store

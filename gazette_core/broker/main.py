@@ -1,7 +1,9 @@
 """`gazette serve`: run a broker until SIGTERM or SIGINT, then persist and exit.
 
 A broker whose Etcd lease is lost persists its spools too and exits with
-EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it.
+EXIT_LEASE_LOST; a supervisor (e.g. `gazctl local up`) restarts it. The
+`gazette` command (`gazette_core.__main__`) runs `main` for `serve`; `gazctl
+local up` runs this module itself, with the flags alone.
 """
 
 from __future__ import annotations
@@ -14,10 +16,6 @@ import sys
 from gazette_core.broker.config import BrokerConfig, parse_args
 from gazette_core.broker.service import Broker
 from gazette_core.server.process import run_process, serve_until_stopped
-
-USAGE = ("usage: gazette serve [flags]       run a broker (gazette serve --help lists flags)\n"
-         "       gazette consumer [flags]    run a consumer application "
-         "(gazette consumer --help)")
 
 
 async def serve(config: BrokerConfig) -> None:
@@ -32,20 +30,11 @@ async def serve(config: BrokerConfig) -> None:
                               "stopped (restart it to rejoin)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if args else 2
-    if args[0] == "consumer":
-        from gazette_core.consumer.main import main as consumer_main  # consumers only
-        return consumer_main(args[1:])
-    if args[0] != "serve":
-        print(f"gazette: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
-        return 2
-    config = parse_args(args[1:])
+def main(argv: list[str]) -> int:
+    """Entry point of `gazette serve`; returns the exit status."""
+    config = parse_args(argv)
     return run_process("gazette", config.log_level, serve(config), config.log_format)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

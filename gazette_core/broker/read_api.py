@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from gazette_core.broker import metrics
-from gazette_core.broker.append_api import may_read
 from gazette_core.broker.fragment.index import IndexEntry
 from gazette_core.broker.fragment.remote import read_fragment
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from gazette_core.broker.protocol.flags_ext import may_read
 from gazette_core.broker.protocol.validate_ext import validate_read_request
 from gazette_core.broker.proxy import proxy_read
 from gazette_core.broker.resolver import Resolution

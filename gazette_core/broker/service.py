@@ -19,27 +19,23 @@ from gazette_core.allocator.announce import Announcement
 from gazette_core.allocator.broker_decode import broker_decoder
 from gazette_core.allocator.drain import drain
 from gazette_core.allocator.keys import member_key
-from gazette_core.broker import keepalive, suspension
+from gazette_core.broker import keepalive
 from gazette_core.broker.config import BrokerConfig
 from gazette_core.broker.fragment.persister import Persister
 from gazette_core.broker.http_gateway import HttpGateway, count_requests
 from gazette_core.broker.metrics import JournalServerMetrics
-from gazette_core.broker.pipeline import Pipeline
-from gazette_core.broker.pipeline_sync import synchronize
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol import protocol_pb2_grpc as pb_grpc
-from gazette_core.broker.protocol.route_ext import route_equivalent
 from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.broker.pulse import Pulse
 from gazette_core.broker.replica import Replica
-from gazette_core.broker.resolver import Resolution, Resolver
+from gazette_core.broker.resolver import Resolver
 from gazette_core.broker.security import Security
 from gazette_core.broker.servicer import JournalServicer
 from gazette_core.broker.stores.base import FragmentStore
 from gazette_core.broker.stores.health import HealthMonitor
 from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import GazetteError, UnavailableError
-from gazette_core.keyspace import etcd_util
 from gazette_core.keyspace.keyspace import KeySpace, KeyValue, connect_loaded
 from gazette_core.server import backlog
 from gazette_core.server.common_flags import etcd_tls
@@ -165,7 +161,7 @@ class Broker:
         await self.keyspace.wait_for_revision(self.keyspace.revision)
         self.resolver.on_keyspace_update()
         self.allocator = Allocator(self.etcd, self.keyspace, self.root, self._member_key(),
-                                   self._desired_replication)
+                                   self.desired_replication)
         self.allocator.start()
         self._pulsing.start(self.pulse.run)
         self.serving.ready = True
@@ -183,7 +179,7 @@ class Broker:
                                          on_lost=self.lease_lost.set)
         await self.announcement.announce()
 
-    def _desired_replication(self, spec: object) -> int:
+    def desired_replication(self, spec: object) -> int:
         if not isinstance(spec, pb.JournalSpec):
             return 0
         level = suspend_level(spec)
@@ -278,97 +274,5 @@ class Broker:
                 return True
         return False
 
-    # -- append support -----------------------------------------------------
-
-    async def resolve_for_append(self, req: pb.AppendRequest) -> Resolution:
-        """Resolve as primary, waiting out an allocator that is still shrinking the route."""
-        while True:
-            self.fence_appends()
-            res = await self.resolver.resolve(
-                req.journal, require_primary=True, may_proxy=not req.do_not_proxy,
-                proxy_header=req.header if req.HasField("header") else None,
-                min_revision=req.min_etcd_revision)
-            if res.status == pb.SUSPENDED and req.suspend == pb.AppendRequest.SUSPEND_RESUME:
-                await suspension.resume_full(self, res)
-                continue
-            if res.status != pb.OK or res.header.process_id != self.process_id:
-                return res  # a status, or a primary elsewhere to proxy to
-            if len(res.route.members) < self._desired_replication(res.spec):
-                res.status = pb.INSUFFICIENT_JOURNAL_BROKERS
-                return res
-            if res.replica is not None:
-                # A route larger than desired (the allocator is shrinking it) is
-                # synced and advertised first, then waited out by the caller.
-                return res
-            await self.keyspace.wait_for_change(self.keyspace.revision)
-
-    def oversized(self, res: Resolution) -> bool:
-        """Whether the route has more members than desired (an allocator move in flight)."""
-        return len(res.route.members) > self._desired_replication(res.spec)
-
     def peer_stub(self, endpoint: str) -> JournalAsyncStub:
         return self.security.peer_stub(endpoint)
-
-    async def sync_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
-        """The journal's synchronised pipeline for `res`'s route, building it if needed.
-
-        None means a peer knows a newer route: we waited for its revision and
-        the caller must resolve again.
-        """
-        pipeline = replica.pipeline
-        if pipeline is not None and (pipeline.broken is not None
-                                     or not route_equivalent(pipeline.route, res.route)
-                                     or pipeline.renew_at <= asyncio.get_running_loop().time()):
-            await replica.close_pipeline()
-            pipeline = None
-        if pipeline is None:
-            pipeline = await self._new_pipeline(replica, res)
-            if pipeline is None:
-                return None
-        await self._advertise_route(res)
-        return pipeline
-
-    async def _new_pipeline(self, replica: Replica, res: Resolution) -> Pipeline | None:
-        replica.become_primary()
-        metadata, renew_at = self.security.replication(replica.journal)
-        pipeline = Pipeline(replica, res.header, self.security.peer_channel, metadata=metadata,
-                            renew_at=renew_at)
-        replica.pipeline = pipeline
-        codec = replica.spec.fragment.compression_codec
-        try:
-            pipeline.open()
-            result = await synchronize(pipeline, codec)
-            if result.wait_revision:
-                await replica.close_pipeline()
-                await self.keyspace.wait_for_revision(result.wait_revision)
-                return None
-            # A spool that never held content (every replica fresh after a
-            # restart) continues where the persisted fragments end. The store
-            # is listed anew first: a previous primary that just left may have
-            # persisted its last fragment after our latest listing.
-            if replica.spool.fragment.end == 0:
-                await replica.refresh()
-                if replica.index.end_offset > 0:
-                    await pipeline.roll(replica.index.end_offset, codec)
-            replica.mark_synced()
-        except BaseException:
-            await replica.close_pipeline()
-            raise
-        return pipeline
-
-    async def _advertise_route(self, res: Resolution) -> None:
-        """Write the route into assignment values that do not yet hold it (broker.md 5.2)."""
-        value = res.route.SerializeToString()
-        stale = [kv for kv in res.assignments if kv.raw != value]
-        if not stale:
-            return
-        compares = [etcd_util.cmp_mod_revision(kv.key, kv.mod_revision) for kv in res.assignments]
-        ops = [etcd_util.put_op(kv.key, value, ignore_lease=True) for kv in stale]
-        try:
-            resp = await etcd_util.txn(self.etcd, compares, ops)
-        except etcd_util.EtcdUnavailableError as exc:
-            # Appends on the current route stay safe; the next append or pulse retries.
-            log.warning("could not advertise the route of %s: %s", res.journal, exc)
-            return
-        if resp.succeeded:
-            await self.keyspace.wait_for_revision(resp.header.revision)

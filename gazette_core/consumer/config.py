@@ -6,11 +6,9 @@ The flags follow Gazette's consumer boilerplate (`--consumer.*`, `--etcd.*`,
 
 from __future__ import annotations
 
-import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gazette_core.server import flag_checks, listen
-from gazette_core.server.common_flags import ETCD_LOG_FLAGS, service_flags
+from gazette_core.server import common_flags, flag_checks
 from gazette_core.server.flags import Check, Duration, Flag, parse_flags
 
 # Gazette's consumer groups live under this prefix, followed by the application's name.
@@ -18,52 +16,24 @@ PREFIX_BASE = "/gazette/consumers/"
 
 
 @dataclass
-class ConsumerConfig:
+class ConsumerConfig(common_flags.ServerSettings):
     """Settings of one consumer process; field names follow the flag names."""
 
     app: str = ""
-    host: str = ""
-    port: int | str = 8080  # or unix:///path
-    zone: str = "local"
-    id: str = ""
     limit: int = 32
     max_hot_standbys: int = 3
-    http_port: int | None = None  # None: HTTP shares the service port
     data_dir: str = ""
     hint_interval: float = Duration(300)
-    auth_keys: str = ""
-    server_cert_file: str = ""
-    server_cert_key_file: str = ""
-    server_ca_file: str = ""
     broker_address: str = "http://localhost:8080"
     broker_cert_file: str = ""
     broker_cert_key_file: str = ""
     broker_ca_file: str = ""
     broker_auth_token: str = ""
-    etcd_address: str = "http://localhost:2379"
     etcd_prefix: str = ""
-    etcd_lease: float = Duration(20)
-    log_level: str = "warn"
-    allow_origin: list[str] = field(default_factory=list)
-    max_grpc_recv_size: int = 4 * 1024 * 1024
-    watch_delay: float = Duration(0.03)
-    peer_cert_file: str = ""
-    peer_cert_key_file: str = ""
-    peer_ca_file: str = ""
     broker_auth_keys: str = ""
     broker_cache_size: int = 0
     broker_cache_ttl: float = Duration(60)
     broker_file_root: str = ""
-    etcd_cert_file: str = ""
-    etcd_cert_key_file: str = ""
-    etcd_trusted_ca_file: str = ""
-    log_format: str = "text"
-    debug_port: int | None = None
-    debug_private: bool = False
-
-    @property
-    def suffix(self) -> str:
-        return self.id or socket.gethostname()
 
     @property
     def hint_interval_s(self) -> float:
@@ -76,22 +46,11 @@ class ConsumerConfig:
             return self.etcd_prefix.rstrip("/")
         return PREFIX_BASE + (self.app.rpartition(":")[2] or "app")
 
-    def endpoint(self, port: int | str) -> str:
-        """The advertised URL: https when this consumer serves TLS; a unix:// port as it is."""
-        if isinstance(port, str):
-            return port
-        scheme = "https" if self.server_cert_file else "http"
-        return f"{scheme}://{self.host or socket.gethostname()}:{port}"
-
 
 FLAGS: list[Flag] = [
     ("--app", "app", str, "CONSUMER_APP",
      "The application object as package.module:Attr (a class is instantiated)"),
-    ("--consumer.host", "host", str, "CONSUMER_HOST", "Addressable, advertised hostname"),
-    ("--consumer.port", "port", listen.port, "CONSUMER_PORT",
-     "Service port for gRPC and HTTP, or unix:///path (0: any free)"),
-    ("--consumer.zone", "zone", str, "CONSUMER_ZONE", "Availability zone of this process"),
-    ("--consumer.id", "id", str, "CONSUMER_ID", "Unique ID of this process within its zone"),
+    *common_flags.address_flags("consumer", "process"),
     ("--consumer.limit", "limit", int, "CONSUMER_LIMIT",
      "Maximum shards (primaries and standbys) assigned to this process"),
     ("--consumer.max-hot-standbys", "max_hot_standbys", int, "CONSUMER_MAX_HOT_STANDBYS",
@@ -103,44 +62,27 @@ FLAGS: list[Flag] = [
      "Directory of the shards' local stores (default: the system temp directory)"),
     ("--consumer.hint-interval", "hint_interval", Duration, "CONSUMER_HINT_INTERVAL",
      "Time between the primary's writes of its recovery-log hints"),
-    ("--consumer.auth-keys", "auth_keys", str, "CONSUMER_AUTH_KEYS",
-     "Base64 HMAC keys separated by whitespace or commas; the first signs this process's "
-     "requests to peers (and to brokers, without --broker.auth-keys), any verifies. Empty: "
-     "no authorization"),
-    ("--consumer.server-cert-file", "server_cert_file", str, "CONSUMER_SERVER_CERT_FILE",
-     "PEM certificate the server presents (turns on TLS)"),
-    ("--consumer.server-cert-key-file", "server_cert_key_file", str,
-     "CONSUMER_SERVER_CERT_KEY_FILE", "PEM key of --consumer.server-cert-file"),
-    ("--consumer.server-ca-file", "server_ca_file", str, "CONSUMER_SERVER_CA_FILE",
-     "PEM CA bundle; when set, clients must present a certificate it signed"),
+    *common_flags.server_flags(
+        "consumer", "Base64 HMAC keys separated by whitespace or commas; the first signs this "
+        "process's requests to peers (and to brokers, without --broker.auth-keys), any "
+        "verifies. Empty: no authorization"),
     ("--broker.address", "broker_address", str, "BROKER_ADDRESS",
      "Broker endpoint (comma-separated for several)"),
-    ("--broker.cert-file", "broker_cert_file", str, "BROKER_CERT_FILE",
-     "PEM client certificate for https brokers"),
-    ("--broker.cert-key-file", "broker_cert_key_file", str, "BROKER_CERT_KEY_FILE",
-     "PEM key of --broker.cert-file"),
-    ("--broker.trusted-ca-file", "broker_ca_file", str, "BROKER_TRUSTED_CA_FILE",
-     "PEM CA bundle that verifies https brokers (default: the system pool)"),
+    *common_flags.tls_flags(
+        "--broker.", "broker_", "PEM client certificate for https brokers",
+        "PEM CA bundle that verifies https brokers (default: the system pool)",
+        ca="trusted-ca-file", ca_field="broker_ca_file"),
     ("--broker.auth-token", "broker_auth_token", str, "BROKER_AUTH_TOKEN",
      "Bearer token for brokers, when no auth keys sign for them"),
-    ("--etcd.address", "etcd_address", str, "ETCD_ADDRESS", "Etcd service address"),
-    ("--etcd.prefix", "etcd_prefix", str, "ETCD_PREFIX",
-     "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
-    ("--etcd.lease", "etcd_lease", Duration, "ETCD_LEASE_TTL,ETCD_LEASE",
-     "Time-to-live of this process's Etcd lease (at least 1s; a number: seconds)"),
-    ("--log.level", "log_level", str, "LOG_LEVEL", "trace, debug, info, warn, error or fatal"),
-    ("--consumer.allow-origin", "allow_origin", list, "CONSUMER_ALLOW_ORIGIN",
-     "Origin whose browser requests the /v1/ JSON gateway answers with CORS headers; "
-     "repeatable (the environment variable separates several by commas or spaces)"),
-    *service_flags("consumer", "CONSUMER"),
-    ("--consumer.peer-cert-file", "peer_cert_file", str, "CONSUMER_PEER_CERT_FILE",
-     "PEM certificate presented to other consumers of the group (e.g. proxying Shard API "
-     "calls to a shard's primary; default: --broker.cert-file)"),
-    ("--consumer.peer-cert-key-file", "peer_cert_key_file", str, "CONSUMER_PEER_CERT_KEY_FILE",
-     "PEM key of --consumer.peer-cert-file"),
-    ("--consumer.peer-ca-file", "peer_ca_file", str, "CONSUMER_PEER_CA_FILE",
-     "PEM CA bundle that verifies other consumers (default: --broker.trusted-ca-file, else "
-     "the system pool)"),
+    *common_flags.etcd_flags(
+        "Etcd prefix of the consumer group (default /gazette/consumers/<app name>)"),
+    *common_flags.service_flags("consumer", "CONSUMER"),
+    *common_flags.tls_flags(
+        "--consumer.peer-", "peer_",
+        "PEM certificate presented to other consumers of the group (e.g. proxying Shard API "
+        "calls to a shard's primary; default: --broker.cert-file)",
+        "PEM CA bundle that verifies other consumers (default: --broker.trusted-ca-file, "
+        "else the system pool)"),
     ("--broker.auth-keys", "broker_auth_keys", str, "BROKER_AUTH_KEYS",
      "Base64 HMAC keys whose first signs this process's requests to brokers (default: "
      "--consumer.auth-keys)"),
@@ -153,22 +95,15 @@ FLAGS: list[Flag] = [
     ("--broker.file-root", "broker_file_root", str, "BROKER_FILE_ROOT",
      "The brokers' --broker.file-root as mounted here: file:// fragments are read from it "
      "directly (with --broker.cache.size)"),
-    *ETCD_LOG_FLAGS,
-    ("--debug.port", "debug_port", int, "DEBUG_PORT",
-     "Port serving the /debug/ paths (too), on every interface"),
-    ("--debug.private", "debug_private", bool, "DEBUG_PRIVATE",
-     "Serve the /debug/ paths only on --debug.port, not on the service port"),
+    *common_flags.ETCD_LOG_FLAGS,
+    *common_flags.DEBUG_FLAGS,
 ]
 
 POSITIVE = frozenset({"hint_interval", "etcd_lease", "limit"})
 CHECKS: dict[str, Check] = {
-    "port": flag_checks.service_port, "http_port": flag_checks.port_or_none,
-    "debug_port": flag_checks.optional_port,
-    "log_level": flag_checks.log_level, "etcd_prefix": flag_checks.etcd_prefix,
-    "etcd_address": flag_checks.etcd_address, "broker_address": flag_checks.broker_address,
-    "data_dir": flag_checks.directory,
-    "auth_keys": flag_checks.auth_keys,
     **flag_checks.COMMON,
+    "etcd_prefix": flag_checks.etcd_prefix, "broker_address": flag_checks.broker_address,
+    "data_dir": flag_checks.directory,
     "broker_auth_keys": flag_checks.auth_keys, "broker_cache_size": flag_checks.not_negative,
     "broker_cache_ttl": flag_checks.not_negative,
 }

@@ -237,7 +237,7 @@ def _etcd_argv(stack: Stack) -> list[str]:
 
 
 def _broker_argv(stack: Stack, b: Process) -> list[str]:
-    return [sys.executable, "-m", BROKER_MARKER, "serve",
+    return [sys.executable, "-m", BROKER_MARKER,
             "--broker.host", "127.0.0.1", "--broker.port", str(b.port),
             "--broker.zone", b.zone, "--broker.id", b.name,
             "--broker.file-root", str(stack.directory / "fragments"),

@@ -116,8 +116,10 @@ def log_format(value: str) -> str | None:
     return None if value in LOG_FORMATS else f"unknown log format ({', '.join(LOG_FORMATS)})"
 
 
-# Checks of the flags in common_flags, and of --etcd.lease.
+# Checks of the flags in common_flags.
 COMMON: dict[str, Callable[[Any], str | None]] = {
+    "port": service_port, "http_port": port_or_none, "debug_port": optional_port,
+    "log_level": log_level, "etcd_address": etcd_address, "auth_keys": auth_keys,
     "etcd_lease": lease, "watch_delay": not_negative,
     "max_grpc_recv_size": grpc_message_size, "log_format": log_format,
 }

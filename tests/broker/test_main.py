@@ -13,7 +13,7 @@ from gazette_core.testing.etcd import free_port
 
 
 def gazette(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gazette_core.broker.main", *args],
+    return subprocess.run([sys.executable, "-m", "gazette_core", *args],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -43,7 +43,7 @@ def test_broker_that_lost_its_lease_persists_and_exits_75_with_one_line(
 
     endpoint = etcd_server.endpoint  # type: ignore[attr-defined]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gazette_core.broker.main", "serve", "--etcd.address", endpoint,
+        [sys.executable, "-m", "gazette_core", "serve", "--etcd.address", endpoint,
          "--etcd.lease", "2", "--broker.port", "0", "--broker.host", "127.0.0.1",
          "--broker.http-port", "-1",  # the default 8081 may be taken
          "--broker.id", "stalled-broker", "--broker.file-root", str(tmp_path)],

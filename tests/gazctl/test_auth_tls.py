@@ -134,7 +134,7 @@ def tls_broker(secured_stack: Stack, tmp_path_factory: pytest.TempPathFactory
     server = ca.issue("server")
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gazette_core.broker.main", "serve", "--broker.host", "127.0.0.1",
+        [sys.executable, "-m", "gazette_core", "serve", "--broker.host", "127.0.0.1",
          "--broker.port", str(port), "--broker.id", "tls", "--broker.http-port", "-1",
          "--broker.file-root", str(directory), "--etcd.prefix", "/gazette/tls-test",
          "--etcd.address", secured_stack.etcd.endpoint,

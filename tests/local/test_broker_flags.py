@@ -14,7 +14,7 @@ def _broker_config(tmp_path: Path) -> BrokerConfig:
     stack = Stack(tmp_path, [Process("etcd", "etcd", 2379, pid=11, peer_port=2380),
                              Process("broker", "broker-1", 8080, pid=12, zone="zone-a")])
     argv = local_stack._broker_argv(stack, stack.brokers[0])
-    return parse_args(argv[argv.index("serve") + 1:])
+    return parse_args(argv[argv.index(local_stack.BROKER_MARKER) + 1:])
 
 
 def test_local_brokers_give_up_persisting_before_local_down_kills_them(tmp_path: Path) -> None:

@@ -27,14 +27,14 @@ class Running:
 
 @contextmanager
 def gazette(*argv: str, path: Path | None = None) -> Iterator[Running]:
-    """Run `python -m gazette_core.broker.main ARGV` until it says it serves; stop it after.
+    """Run `python -m gazette_core ARGV` until it says it serves; stop it after.
 
     `path` is added to the import path (a consumer's application module).
     """
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CONSUMER_", "BROKER_", "ETCD_", "LOG_", "DEBUG_"))}
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (ROOT, path) if p)
-    proc = subprocess.Popen([sys.executable, "-m", "gazette_core.broker.main", *argv],
+    proc = subprocess.Popen([sys.executable, "-m", "gazette_core", *argv],
                             stderr=subprocess.PIPE, text=True, env=env, cwd=path or ROOT)
     assert proc.stderr is not None
     lines: list[str] = []

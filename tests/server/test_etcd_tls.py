@@ -69,7 +69,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def _start(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     """A gazette process, once it says it serves; and the endpoint it serves at."""
-    proc = subprocess.Popen([sys.executable, "-m", "gazette_core.broker.main", *argv],
+    proc = subprocess.Popen([sys.executable, "-m", "gazette_core", *argv],
                             stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stderr is not None
     deadline = time.monotonic() + 30
@@ -144,7 +144,7 @@ def test_without_a_client_certificate_the_process_exits_with_one_line(
         "consumer", "--app", "tls_app:Fine", "--consumer.id", "tls-consumer",
         "--consumer.port", "0", "--consumer.http-port", "-1", "--etcd.prefix", "/tls/consumers"]
     done = subprocess.run(
-        [sys.executable, "-m", "gazette_core.broker.main", *argv,
+        [sys.executable, "-m", "gazette_core", *argv,
          "--etcd.address", tls_etcd.endpoint, "--etcd.trusted-ca-file", ca.pem.cert],
         capture_output=True, text=True, timeout=60, env=_env(tmp_path))
     assert done.returncode == 1, done.stderr

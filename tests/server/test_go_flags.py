@@ -160,7 +160,7 @@ def _env_of(flag: str) -> str:
     ("serve", GO_SERVE, broker.FLAGS), ("consumer", GO_CONSUMER, consumer.FLAGS)])
 def test_help_lists_every_flag_with_its_environment_variable(
         process: str, go_flags: list[str], table: list[Any]) -> None:
-    done = subprocess.run([sys.executable, "-m", "gazette_core.broker.main", process, "--help"],
+    done = subprocess.run([sys.executable, "-m", "gazette_core", process, "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())

@@ -33,7 +33,7 @@ def _serve(*argv: str, **env: str) -> subprocess.Popen[str]:
 
 
 def _gazette(*argv: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "gazette_core.broker.main", *argv],
+    return subprocess.Popen([sys.executable, "-m", "gazette_core", *argv],
                             stderr=subprocess.PIPE, text=True, env=_env(**env))
 
 

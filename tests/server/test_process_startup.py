@@ -69,7 +69,7 @@ def gazette(apps: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     for name in list(env):
         if name.startswith(("CONSUMER_", "BROKER_", "ETCD_", "LOG_")):
             del env[name]
-    return subprocess.run([sys.executable, "-m", "gazette_core.broker.main", *argv],
+    return subprocess.run([sys.executable, "-m", "gazette_core", *argv],
                           capture_output=True, text=True, timeout=60, env=env, cwd=apps)
 
 

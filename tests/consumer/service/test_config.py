@@ -59,7 +59,7 @@ def test_app_load_errors_say_what_is_wrong(spec: str, message: str) -> None:
 
 
 def test_gazette_consumer_without_an_app_exits_2_with_one_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "gazette_core.broker.main", "consumer"],
+    done = subprocess.run([sys.executable, "-m", "gazette_core", "consumer"],
                           capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
     assert done.returncode == 2
