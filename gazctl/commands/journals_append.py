@@ -21,8 +21,9 @@ import typer
 
 from gazctl.append_ledger import Ledger
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.config import run
 from gazctl.input_chunks import InputChunks
+from gazctl.options import BrokerAddress, RequiredSelector, Timeout
 from gazctl.records import Framing, Mapper, Mapping, check_options, records
 from gazctl.render import stdout
 from gazctl.routes import journal_client

@@ -16,7 +16,8 @@ from google.protobuf import text_format
 from rich.live import Live
 
 from gazctl.commands.selection import label_columns_of, selector_of
-from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, OutputFormat, Selector, Timeout
 from gazctl.render import (
     go_json_object,
     go_list_json,

@@ -10,19 +10,19 @@ import enum
 import json
 import sys
 
-import typer
-
 from gazctl import logs
 from gazctl.commands.fragment_listing import list_selection
 from gazctl.commands.selection import require_selector
-from gazctl.config import (
+from gazctl.config import broker_address
+from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
+from gazctl.options import (
     BrokerAddress,
+    DryRun,
     OutputFormat,
     RequiredSelector,
+    SparkMaster,
     Timeout,
-    broker_address,
 )
-from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.render import activity, humanize_bytes, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import PruneSummary, prune_selection
@@ -37,11 +37,8 @@ class Format(enum.StrEnum):
 
 def prune(
     selector: str = RequiredSelector,
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Count what would be pruned; delete nothing."),
-    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
-                                     help="Spark master running the deletes, e.g. "
-                                          "spark://host:7077."),
+    dry_run: bool = DryRun(),
+    spark_master: str = SparkMaster(DEFAULT_MASTER, "the deletes"),
     output: Format = OutputFormat(Format.table),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,

@@ -29,8 +29,8 @@ from rich.table import Column
 from rich.text import Text
 
 from gazctl.commands.selection import label_columns_of, selector_of
-from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
+from gazctl.options import BrokerAddress, OutputFormat, Timeout
 from gazctl.render import (
     go_json_object,
     go_list_json,

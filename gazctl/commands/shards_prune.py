@@ -16,9 +16,10 @@ import typer
 
 from gazctl import logs
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, OutputFormat, Timeout, broker_address
+from gazctl.config import broker_address
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
+from gazctl.options import BrokerAddress, DryRun, OutputFormat, SparkMaster, Timeout
 from gazctl.render import activity, humanize_bytes, stderr, table
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import NothingMatched
@@ -36,11 +37,8 @@ def prune(
     selector: str = typer.Option(..., "-l", "--selector",
                                  help="Label selector of the shards, e.g. 'app=stream-sum'; "
                                       "`id` selects shards by id."),
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Count and list what would be pruned; delete nothing."),
-    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
-                                     help="Spark master running the job, e.g. "
-                                          "spark://host:7077."),
+    dry_run: bool = DryRun("Count and list"),
+    spark_master: str = SparkMaster(DEFAULT_MASTER),
     output: Format = OutputFormat(Format.table),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,
