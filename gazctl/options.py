@@ -44,6 +44,16 @@ def OutputFormat(default: enum.Enum) -> Any:
     return typer.Option(default, "-o", "--output", "--format", help="Output format.")
 
 
+class ListFormat(enum.StrEnum):
+    """The output formats of the list commands (`journals list`, `shards list`)."""
+
+    table = "table"
+    yaml = "yaml"
+    json = "json"
+    jsonl = "jsonl"
+    proto = "proto"
+
+
 RequiredSelector = typer.Option(..., "-l", "--selector", autocompletion=complete_selector,
                                 help="Label selector of the journals, e.g. "
                                      "'app=clicks, name:prefix=acme/'.")
