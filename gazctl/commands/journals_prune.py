@@ -12,6 +12,7 @@ import sys
 
 from gazctl import logs
 from gazctl.commands.fragment_listing import list_selection
+from gazctl.commands.prune_counts import counts_table
 from gazctl.commands.selection import require_selector
 from gazctl.config import broker_address
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
@@ -23,7 +24,7 @@ from gazctl.options import (
     SparkMaster,
     Timeout,
 )
-from gazctl.render import activity, humanize_bytes, stderr, table
+from gazctl.render import activity, stderr
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import PruneSummary, prune_selection
 from spark_jobs.session import DEFAULT_MASTER
@@ -75,15 +76,5 @@ def _render(summary: PruneSummary, output: Format) -> None:
         return
     if summary.dry_run:
         stderr.print("dry run: nothing was deleted", highlight=False)
-    # One row per count, so the table stays narrow enough for any terminal.
-    s = summary
-    table(["", "Count", "Bytes"], [
-        ["Journals", str(s.journals), ""],
-        ["Skipped (suspended)", str(s.journals_skipped), ""],
-        ["Fragments", str(s.fragments), humanize_bytes(s.bytes_total)],
-        ["Pruned", str(s.fragments_pruned), humanize_bytes(s.bytes_pruned)],
-        ["Already gone", str(s.already_gone), humanize_bytes(s.bytes_already_gone)],
-        ["Kept", str(s.fragments_kept), humanize_bytes(s.bytes_kept)],
-        ["Permission denied", str(s.permission_denied), ""],
-        ["Failed", str(s.failed), ""],
-    ])
+    counts_table([["Journals", str(summary.journals), ""],
+                  ["Skipped (suspended)", str(summary.journals_skipped), ""]], summary)

@@ -15,12 +15,13 @@ import sys
 import typer
 
 from gazctl import logs
+from gazctl.commands.prune_counts import counts_table
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.config import broker_address
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.options import BrokerAddress, DryRun, OutputFormat, SparkMaster, Timeout
-from gazctl.render import activity, humanize_bytes, stderr, table
+from gazctl.render import activity, humanize_bytes, stderr
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import NothingMatched
 from spark_jobs.session import DEFAULT_MASTER
@@ -96,15 +97,7 @@ def _render(summary: ShardsPruneSummary, output: Format) -> None:
                          highlight=False, markup=False)
         stderr.print("dry run: nothing was deleted", highlight=False)
     s = summary
-    table(["", "Count", "Bytes"], [
-        ["Shards", str(s.shards), ""],
-        ["Recovery logs", str(s.logs), ""],
-        ["Skipped logs", str(s.logs_skipped), ""],
-        ["Aborted logs", str(s.logs_aborted), ""],
-        ["Fragments", str(s.fragments), humanize_bytes(s.bytes_total)],
-        ["Pruned", str(s.fragments_pruned), humanize_bytes(s.bytes_pruned)],
-        ["Already gone", str(s.already_gone), humanize_bytes(s.bytes_already_gone)],
-        ["Kept", str(s.fragments_kept), humanize_bytes(s.bytes_kept)],
-        ["Permission denied", str(s.permission_denied), ""],
-        ["Failed", str(s.failed), ""],
-    ])
+    counts_table([["Shards", str(s.shards), ""],
+                  ["Recovery logs", str(s.logs), ""],
+                  ["Skipped logs", str(s.logs_skipped), ""],
+                  ["Aborted logs", str(s.logs_aborted), ""]], s)
