@@ -18,6 +18,7 @@ import os
 
 import typer
 
+from gazctl.config import broker_addresses
 from gazctl.connection import client_config
 from gazctl.endpoints import pick_live
 from gazctl.interrupts import run as run_interruptible
@@ -78,9 +79,6 @@ def _directories(names: list[str]) -> set[str]:
 
 def journal_specs(flag: str | None) -> list[pb.JournalSpec]:
     """Every journal's spec, from the broker gazctl would use; none on any failure."""
-    # gazctl.config imports this module for its Selector option.
-    from gazctl.config import broker_addresses
-
     try:
         addresses = broker_addresses(flag or os.environ.get("BROKER_ADDRESS"))
         return run_interruptible(_list_specs(addresses))

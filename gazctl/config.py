@@ -9,14 +9,10 @@ that no stack runs.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import typer
-
-from gazctl.completion import complete_selector
 from gazctl.connection import UNAUTHENTICATED_HINT, client_config
 from gazctl.endpoints import connects, pick_live
 from gazctl.ini import load as load_ini
@@ -42,39 +38,6 @@ NO_STACK_HINT = ("no address is set and no local stack is running: start one wit
                  "`gazctl local up`, or set --broker.address")
 T = TypeVar("T")
 log = logging.getLogger("gazctl")
-
-BrokerAddress = typer.Option(
-    None, "--broker.address", envvar="BROKER_ADDRESS", show_envvar=True,
-    help="Broker endpoint URL, or several separated by commas (the first live one is "
-         "used). Defaults to the stack started by `gazctl local up`, else "
-         "http://localhost:8080.")
-Timeout = typer.Option(
-    "10s", "--timeout", envvar="GAZCTL_TIMEOUT",
-    help="How long to wait to connect to the broker: a duration like 500ms, 10s or 1m, or "
-         "seconds.")
-Selector = typer.Option("", "-l", "--selector", autocompletion=complete_selector,
-                        help="Label selector, e.g. 'app=clicks, name:prefix=acme/'; "
-                             "empty for every journal.")
-
-
-# Every output format some command's -o takes, filled in as the commands declare theirs:
-# `journals read`, whose -o is a file as in Go's gazctl, refuses these as file names.
-FORMAT_WORDS: set[str] = set()
-
-
-def OutputFormat(default: enum.Enum) -> Any:
-    """The `-o/--output` option every command with output formats declares.
-
-    `--format` is its older name, still taken. `default` is a member of the
-    command's format enum, whose values join FORMAT_WORDS.
-    """
-    FORMAT_WORDS.update(str(member.value) for member in type(default))
-    return typer.Option(default, "-o", "--output", "--format", help="Output format.")
-
-
-RequiredSelector = typer.Option(..., "-l", "--selector", autocompletion=complete_selector,
-                                help="Label selector of the journals, e.g. "
-                                     "'app=clicks, name:prefix=acme/'.")
 
 
 def broker_address(flag: str | None) -> str:

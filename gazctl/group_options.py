@@ -29,9 +29,10 @@ from typer._click.core import ParameterSource
 from typer._click.globals import get_current_context
 
 from gazctl import logs
-from gazctl.config import BrokerAddress, Timeout, endpoints_of
+from gazctl.config import endpoints_of
 from gazctl.connection import ALL_SETTINGS, BASE_SETTINGS, GROUPS, remember, setting
 from gazctl.consumer_config import ConsumerAddress
+from gazctl.options import BrokerAddress, Timeout
 from gazctl.usage import UsageError
 
 LOG_PANEL = "Logging and zone"

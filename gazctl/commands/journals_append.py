@@ -2,10 +2,11 @@
 
 With the default framing `none` the whole input is one atomic append to one
 journal; with `lines` or `fixed` each record is its own append, mapped to a
-journal as `gazctl.records` describes, through an AppendService. Records are
-sent as they arrive (`gazctl.input_chunks`), so a never-ending pipe streams;
-Ctrl-C ends the input and flushes what was read. When a record fails, the
-error says which records were committed (`gazctl.append_ledger`).
+journal as `gazctl.commands.append_records` describes, through an
+AppendService. Records are sent as they arrive
+(`gazctl.commands.append_chunks`), so a never-ending pipe streams; Ctrl-C
+ends the input and flushes what was read. When a record fails, the error says
+which records were committed (`gazctl.commands.append_ledger`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import typer
 
-from gazctl.append_ledger import Ledger
+from gazctl.commands.append_chunks import InputChunks
+from gazctl.commands.append_ledger import Ledger
+from gazctl.commands.append_records import Framing, Mapper, Mapping, check_options, records
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
-from gazctl.input_chunks import InputChunks
-from gazctl.records import Framing, Mapper, Mapping, check_options, records
+from gazctl.config import run
+from gazctl.options import BrokerAddress, RequiredSelector, Timeout
 from gazctl.render import stdout
 from gazctl.routes import journal_client
 from gazctl.usage import UsageError

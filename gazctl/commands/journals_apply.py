@@ -5,7 +5,8 @@ from __future__ import annotations
 from gazctl.commands.apply_plan import finish_apply, plan_and_apply
 from gazctl.commands.journals_space import JournalSpace
 from gazctl.commands.spec_input import DryRun, MaxTxnSize, SpecsFile, read_specs
-from gazctl.config import BrokerAddress, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, Timeout
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request
 from gazette_core.broker.journalspace.yaml_io import load_tree
 from gazette_core.broker.protocol.validate_ext import validate_apply_request

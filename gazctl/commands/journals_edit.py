@@ -11,8 +11,9 @@ from gazctl.commands.apply_plan import plan_and_apply, report, to_send
 from gazctl.commands.journals_space import JournalSpace
 from gazctl.commands.selection import matched_journals, require_selector
 from gazctl.commands.spec_input import MaxTxnSize
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.config import run
 from gazctl.editor import edit_specs
+from gazctl.options import BrokerAddress, RequiredSelector, Timeout
 from gazctl.render import stdout
 from gazette_core.broker.journalspace.hoist import hoist
 from gazette_core.broker.journalspace.pushdown import push_down, to_apply_request

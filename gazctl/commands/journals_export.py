@@ -16,15 +16,10 @@ import typer
 
 from gazctl.commands.fragment_listing import list_selection
 from gazctl.commands.selection import require_selector
-from gazctl.config import (
-    BrokerAddress,
-    RequiredSelector,
-    Timeout,
-    broker_address,
-    connect_timeout,
-)
+from gazctl.config import broker_address, connect_timeout
 from gazctl.connection import client_config
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
+from gazctl.options import BrokerAddress, RequiredSelector, SparkMaster, Timeout
 from gazctl.render import activity
 from gazctl.timeflags import since_to_unix
 from gazctl.usage import UsageError
@@ -54,9 +49,7 @@ def export(
     persisted_only: bool = typer.Option(False, "--persisted-only",
                                         help="Leave out content not yet persisted to a "
                                              "store (still in the brokers' spools)."),
-    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
-                                     help="Spark master running the job, e.g. "
-                                          "spark://host:7077."),
+    spark_master: str = SparkMaster(DEFAULT_MASTER),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,
     broker: str | None = BrokerAddress,

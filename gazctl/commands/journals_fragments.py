@@ -14,7 +14,8 @@ import typer
 from google.protobuf import text_format
 
 from gazctl.commands.selection import NoMatchError, selector_of
-from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, OutputFormat, Selector, Timeout
 from gazctl.render import (
     JournalProgress,
     humanize_bytes,

@@ -7,7 +7,6 @@ error. With --watch the listing is repeated on every change until interrupted.
 
 from __future__ import annotations
 
-import enum
 import sys
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,8 @@ from google.protobuf import text_format
 from rich.live import Live
 
 from gazctl.commands.selection import label_columns_of, selector_of
-from gazctl.config import BrokerAddress, OutputFormat, Selector, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, ListFormat, OutputFormat, Selector, Timeout
 from gazctl.render import (
     go_json_object,
     go_list_json,
@@ -37,17 +37,9 @@ if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
 
 
-class Format(enum.StrEnum):
-    table = "table"
-    yaml = "yaml"
-    json = "json"
-    jsonl = "jsonl"
-    proto = "proto"
-
-
 def list_journals_cmd(
     selector: str = Selector,
-    output: Format = OutputFormat(Format.table),
+    output: ListFormat = OutputFormat(ListFormat.table),
     primary: bool = typer.Option(False, "-p", "--primary",
                                  help="Show the primary broker (as broker@zone when the "
                                       "routes span several zones)."),
@@ -79,19 +71,19 @@ def list_journals_cmd(
     _print(run(broker, lambda stub: list_journals(stub, sel), timeout), options)
 
 
-Options = tuple[Format, bool, bool, bool, bool, list[str]]
+Options = tuple[ListFormat, bool, bool, bool, bool, list[str]]
 
 
 async def _watch(stub: JournalAsyncStub, sel: pb.LabelSelector, options: Options) -> None:
     """Print every snapshot: a terminal's table is redrawn in place, a pipe gets them all."""
     snapshots = watch_journals(stub, sel)
-    if stdout.is_terminal and options[0] is Format.table:
+    if stdout.is_terminal and options[0] is ListFormat.table:
         with Live(console=stdout, auto_refresh=False) as live:
             async for resp in snapshots:
                 live.update(table_of(*_table(resp, options)), refresh=True)
         return
     async for resp in snapshots:
-        if options[0] is Format.yaml:
+        if options[0] is ListFormat.yaml:
             stdout.out("---")  # one YAML document per snapshot
         _print(resp, options)
         sys.stdout.flush()
@@ -99,14 +91,14 @@ async def _watch(stub: JournalAsyncStub, sel: pb.LabelSelector, options: Options
 
 def _print(resp: pb.ListResponse, options: Options) -> None:
     output = options[0]
-    if output is Format.yaml:
+    if output is ListFormat.yaml:
         stdout.out(dump_tree(hoist([(j.spec, j.mod_revision) for j in resp.journals])), end="")
-    elif output is Format.json:
+    elif output is ListFormat.json:
         go_json_object(go_list_json(resp))
-    elif output is Format.jsonl:
+    elif output is ListFormat.jsonl:
         for j in resp.journals:
             json_line(message_dict(j))
-    elif output is Format.proto:
+    elif output is ListFormat.proto:
         stdout.out(text_format.MessageToString(resp), end="")
     else:
         table(*_table(resp, options))

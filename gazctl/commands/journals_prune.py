@@ -10,20 +10,21 @@ import enum
 import json
 import sys
 
-import typer
-
 from gazctl import logs
 from gazctl.commands.fragment_listing import list_selection
+from gazctl.commands.prune_counts import counts_table
 from gazctl.commands.selection import require_selector
-from gazctl.config import (
+from gazctl.config import broker_address
+from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
+from gazctl.options import (
     BrokerAddress,
+    DryRun,
     OutputFormat,
     RequiredSelector,
+    SparkMaster,
     Timeout,
-    broker_address,
 )
-from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
-from gazctl.render import activity, humanize_bytes, stderr, table
+from gazctl.render import activity, stderr
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import PruneSummary, prune_selection
 from spark_jobs.session import DEFAULT_MASTER
@@ -37,11 +38,8 @@ class Format(enum.StrEnum):
 
 def prune(
     selector: str = RequiredSelector,
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Count what would be pruned; delete nothing."),
-    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
-                                     help="Spark master running the deletes, e.g. "
-                                          "spark://host:7077."),
+    dry_run: bool = DryRun(),
+    spark_master: str = SparkMaster(DEFAULT_MASTER, "the deletes"),
     output: Format = OutputFormat(Format.table),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,
@@ -78,15 +76,5 @@ def _render(summary: PruneSummary, output: Format) -> None:
         return
     if summary.dry_run:
         stderr.print("dry run: nothing was deleted", highlight=False)
-    # One row per count, so the table stays narrow enough for any terminal.
-    s = summary
-    table(["", "Count", "Bytes"], [
-        ["Journals", str(s.journals), ""],
-        ["Skipped (suspended)", str(s.journals_skipped), ""],
-        ["Fragments", str(s.fragments), humanize_bytes(s.bytes_total)],
-        ["Pruned", str(s.fragments_pruned), humanize_bytes(s.bytes_pruned)],
-        ["Already gone", str(s.already_gone), humanize_bytes(s.bytes_already_gone)],
-        ["Kept", str(s.fragments_kept), humanize_bytes(s.bytes_kept)],
-        ["Permission denied", str(s.permission_denied), ""],
-        ["Failed", str(s.failed), ""],
-    ])
+    counts_table([["Journals", str(summary.journals), ""],
+                  ["Skipped (suspended)", str(summary.journals_skipped), ""]], summary)

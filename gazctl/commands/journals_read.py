@@ -28,16 +28,10 @@ from gazctl.commands.read_job import Job
 from gazctl.commands.read_offsets import check_writable, load_offsets, save_offsets
 from gazctl.commands.read_watch import Output
 from gazctl.commands.selection import require_selector
-from gazctl.config import (
-    FORMAT_WORDS,
-    BrokerAddress,
-    RequiredSelector,
-    Timeout,
-    broker_address,
-    run,
-)
+from gazctl.config import broker_address, run
 from gazctl.file_root import FileRoot, resolve_file_root
 from gazctl.interrupts import handling
+from gazctl.options import FORMAT_WORDS, BrokerAddress, RequiredSelector, Timeout
 from gazctl.render import stderr
 from gazctl.timeflags import parse_time, since_to_unix
 from gazctl.usage import UsageError

@@ -16,7 +16,8 @@ import grpc
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, RequiredSelector, Timeout
 from gazctl.render import JournalProgress, journal_progress, stderr, stdout
 from gazctl.usage import UsageError
 from gazette_core.broker.client.appender import append

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from gazctl.commands.selection import matched_journals, require_selector
-from gazctl.config import BrokerAddress, RequiredSelector, Timeout, run
+from gazctl.config import run
+from gazctl.options import BrokerAddress, RequiredSelector, Timeout
 from gazctl.render import stderr, stdout
 from gazctl.usage import NothingDone
 from gazette_core.broker.client.appender import append

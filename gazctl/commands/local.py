@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from gazctl.config import OutputFormat
+from gazctl.options import OutputFormat
 from gazctl.render import stdout, table
 from gazctl.usage import UsageError
 from gazette_core.local import s3 as local_s3

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
-from gazctl.config import BrokerAddress, resolve_address
+from gazctl.config import resolve_address
 from gazctl.connection import ALL_SETTINGS, setting
 from gazctl.ini import KNOWN, SECRETS, IniFile
 from gazctl.ini import load as load_ini
+from gazctl.options import BrokerAddress
 from gazctl.render import stdout
 
 REDACTED = "<redacted>"

@@ -14,9 +14,9 @@ from gazctl.commands.apply_plan import Planned, finish_apply, plan_and_apply, re
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.commands.shards_space import ShardSpace, check_journals
 from gazctl.commands.spec_input import DryRun, MaxTxnSize, SpecsFile, read_specs
-from gazctl.config import BrokerAddress, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, RequiredShardSelector, run_shards
 from gazctl.editor import edit_specs
+from gazctl.options import BrokerAddress, Timeout
 from gazctl.render import stdout
 from gazette_core.consumer.api.client import list_shards
 from gazette_core.consumer.protocol import consumer_pb2 as cpb

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -29,8 +28,8 @@ from rich.table import Column
 from rich.text import Text
 
 from gazctl.commands.selection import label_columns_of, selector_of
-from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, ShardSelector, run_shards
+from gazctl.options import BrokerAddress, ListFormat, OutputFormat, Timeout
 from gazctl.render import (
     go_json_object,
     go_list_json,
@@ -52,17 +51,9 @@ from gazette_core.errors import UnavailableError
 WATCH_INTERVAL_S = 1.0  # the Shard API has no watch: --watch lists again this often
 
 
-class Format(enum.StrEnum):
-    table = "table"
-    yaml = "yaml"
-    json = "json"
-    jsonl = "jsonl"
-    proto = "proto"
-
-
 @dataclass
 class Options:
-    output: Format
+    output: ListFormat
     primary: bool
     replicas: bool
     rf: bool
@@ -72,7 +63,7 @@ class Options:
 
 def list_shards_cmd(
     selector: str = ShardSelector,
-    output: Format = OutputFormat(Format.table),
+    output: ListFormat = OutputFormat(ListFormat.table),
     primary: bool = typer.Option(False, "-p", "--primary",
                                  help="Show the primary consumer and its status."),
     replicas: bool = typer.Option(False, "-r", "--replicas",
@@ -136,7 +127,7 @@ def _warn(lags: Lags) -> None:
 async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> None:
     """Print every changed listing: a terminal's table is redrawn in place, a pipe gets all."""
     live = (Live(console=stdout, auto_refresh=False)
-            if stdout.is_terminal and options.output is Format.table else None)
+            if stdout.is_terminal and options.output is ListFormat.table else None)
     last: tuple[bytes, Lags] | None = None
     with live or contextlib.nullcontext():
         while True:
@@ -154,7 +145,7 @@ async def _watch(clients: Clients, sel: pb.LabelSelector, options: Options) -> N
 
 def _print_again(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
     """A listing after the ones before it: YAML documents are separated, JSON one a line."""
-    if options.output is Format.yaml:
+    if options.output is ListFormat.yaml:
         stdout.out("---")
     _print(resp, lags, options)
     sys.stdout.flush()
@@ -169,25 +160,25 @@ def _without_header(resp: cpb.ListResponse) -> bytes:
 
 
 def _print(resp: cpb.ListResponse, lags: Lags, options: Options) -> None:
-    if options.output is Format.yaml:
+    if options.output is ListFormat.yaml:
         shard_set = hoist([(s.spec, s.mod_revision) for s in resp.shards])
         if options.lag:  # in each shard's comment, which `apply` ignores
             for entry in shard_set.shards:
                 entry.comment = f"lag: {_lag_cell(entry.spec.id, lags)}"
         stdout.out(dump_set(shard_set), end="")
-    elif options.output is Format.json:
+    elif options.output is ListFormat.json:
         whole = go_list_json(resp)
         if options.lag:
             for s, doc in zip(resp.shards, whole["shards"], strict=True):
                 _add_lag(doc, s.spec.id, lags)
         go_json_object(whole)
-    elif options.output is Format.jsonl:
+    elif options.output is ListFormat.jsonl:
         for s in resp.shards:
             doc = message_dict(s)
             if options.lag:
                 _add_lag(doc, s.spec.id, lags)
             json_line(doc)
-    elif options.output is Format.proto:
+    elif options.output is ListFormat.proto:
         stdout.out(text_format.MessageToString(resp), end="")
     else:
         table(*_table(resp, lags, options))

@@ -15,11 +15,13 @@ import sys
 import typer
 
 from gazctl import logs
+from gazctl.commands.prune_counts import counts_table
 from gazctl.commands.selection import NoMatchError, require_selector
-from gazctl.config import BrokerAddress, OutputFormat, Timeout, broker_address
+from gazctl.config import broker_address
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
 from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
-from gazctl.render import activity, humanize_bytes, stderr, table
+from gazctl.options import BrokerAddress, DryRun, OutputFormat, SparkMaster, Timeout
+from gazctl.render import activity, humanize_bytes, stderr
 from gazette_core.errors import GazetteError
 from spark_jobs.prune import NothingMatched
 from spark_jobs.session import DEFAULT_MASTER
@@ -36,11 +38,8 @@ def prune(
     selector: str = typer.Option(..., "-l", "--selector",
                                  help="Label selector of the shards, e.g. 'app=stream-sum'; "
                                       "`id` selects shards by id."),
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Count and list what would be pruned; delete nothing."),
-    spark_master: str = typer.Option(DEFAULT_MASTER, "--spark-master",
-                                     help="Spark master running the job, e.g. "
-                                          "spark://host:7077."),
+    dry_run: bool = DryRun("Count and list"),
+    spark_master: str = SparkMaster(DEFAULT_MASTER),
     output: Format = OutputFormat(Format.table),
     file_root: str | None = FileRoot,
     file_only: bool = FileOnly,
@@ -98,15 +97,7 @@ def _render(summary: ShardsPruneSummary, output: Format) -> None:
                          highlight=False, markup=False)
         stderr.print("dry run: nothing was deleted", highlight=False)
     s = summary
-    table(["", "Count", "Bytes"], [
-        ["Shards", str(s.shards), ""],
-        ["Recovery logs", str(s.logs), ""],
-        ["Skipped logs", str(s.logs_skipped), ""],
-        ["Aborted logs", str(s.logs_aborted), ""],
-        ["Fragments", str(s.fragments), humanize_bytes(s.bytes_total)],
-        ["Pruned", str(s.fragments_pruned), humanize_bytes(s.bytes_pruned)],
-        ["Already gone", str(s.already_gone), humanize_bytes(s.bytes_already_gone)],
-        ["Kept", str(s.fragments_kept), humanize_bytes(s.bytes_kept)],
-        ["Permission denied", str(s.permission_denied), ""],
-        ["Failed", str(s.failed), ""],
-    ])
+    counts_table([["Shards", str(s.shards), ""],
+                  ["Recovery logs", str(s.logs), ""],
+                  ["Skipped logs", str(s.logs_skipped), ""],
+                  ["Aborted logs", str(s.logs_aborted), ""]], s)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import typer
 
-from gazctl.config import BrokerAddress, OutputFormat, Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, run_shards
+from gazctl.options import BrokerAddress, OutputFormat, Timeout
 from gazctl.render import humanize_bytes, stderr, table
 from gazctl.routes import journal_client
 from gazctl.usage import NothingDone, UsageError

@@ -15,8 +15,8 @@ import typer
 
 from gazctl.commands.selection import NoMatchError, require_selector
 from gazctl.commands.shards_list import status_of
-from gazctl.config import Timeout
 from gazctl.consumer_config import Clients, ConsumerAddress, RequiredShardSelector, run_shards
+from gazctl.options import Timeout
 from gazctl.render import stdout
 from gazctl.usage import NothingDone
 from gazette_core.broker.protocol import protocol_pb2 as pb

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gazette_core.local.stack import Stack
+from tests.gazctl.editor_support import ScriptedEditor
 from tests.gazctl.support import isolated_state_home, running_stack
 
 
@@ -29,3 +30,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterato
 def address(stack: Stack) -> str:
     """The broker endpoint every command of the module is pointed at."""
     return stack.brokers[0].endpoint
+
+
+@pytest.fixture
+def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScriptedEditor:
+    """A scripted $GAZ_EDITOR for the edit commands' tests (`tests.gazctl.editor_support`)."""
+    return ScriptedEditor(tmp_path, monkeypatch)

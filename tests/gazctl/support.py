@@ -132,6 +132,25 @@ def exit_code(proc: subprocess.Popen[bytes], limit: float = 30,
 
 
 @contextmanager
+def piped_gazctl(*args: str, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """gazctl running as its own process, its stdout and stderr piped here.
+
+    On the way out a process still running is killed, and the pipes are closed.
+    """
+    proc = subprocess.Popen([*GAZCTL, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@contextmanager
 def isolated_state_home(path: Path) -> Iterator[None]:
     """Point the active-stack pointer (and child processes) at `path`, not the real home.
 

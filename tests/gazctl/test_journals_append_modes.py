@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from gazctl.records import MAGIC, fnv1a32
+from gazctl.commands.append_records import MAGIC, fnv1a32
 from tests.gazctl.support import cli, content, ok
 from tests.gazctl.test_journals_append_read import create_journals
 

@@ -1,19 +1,15 @@
 """`gazctl journals edit` against a real broker, with a scripted editor.
 
-The editor is a small Python program run in place of vi. Each time it is
-opened it saves a copy of what it was shown, then applies the next step of
-its script: text replacements, or emptying the file.
+The editor, run in place of vi, is the scripted program of
+`tests.gazctl.editor_support`.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-import pytest
-
 from gazette_core.broker.protocol import protocol_pb2 as pb
+from tests.gazctl.editor_support import ScriptedEditor
 from tests.gazctl.support import (
     assert_garbage_kept,
     cli,
@@ -45,52 +41,6 @@ children:
       - name: topic
         value: two
 """
-
-EDITOR = """\
-import json, subprocess, sys
-from pathlib import Path
-target, state = Path(sys.argv[-1]), Path(sys.argv[1])
-steps = json.loads((state / "steps.json").read_text())
-opened = len(list(state.glob("opened-*")))
-text = target.read_text()
-(state / f"opened-{opened}").write_text(text)
-step = steps[opened]
-if step == "empty":
-    text = ""
-elif step == "fail":
-    sys.exit(3)
-else:
-    if isinstance(step, dict):  # someone else applies specs while we edit
-        subprocess.run([sys.executable, "-m", "gazctl.main", "journals", "apply",
-                        "--broker.address", step["address"]],
-                       input=step["apply"].encode(), check=True, capture_output=True)
-        step = step["replace"]
-    for old, new in step:
-        assert old in text, (old, text)
-        text = text.replace(old, new)
-target.write_text(text)
-"""
-
-
-class ScriptedEditor:
-    def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.directory = directory
-        program = directory / "editor.py"
-        program.write_text(EDITOR)
-        monkeypatch.setenv("GAZ_EDITOR", f"{sys.executable} {program} {directory}")
-
-    def script(self, *steps: object) -> None:
-        (self.directory / "steps.json").write_text(json.dumps(list(steps)))
-
-    def opened(self) -> list[str]:
-        """What the editor was shown, each time it opened."""
-        count = len(list(self.directory.glob("opened-*")))
-        return [(self.directory / f"opened-{i}").read_text() for i in range(count)]
-
-
-@pytest.fixture
-def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScriptedEditor:
-    return ScriptedEditor(tmp_path, monkeypatch)
 
 
 def create(address: str, prefix: str) -> dict[str, int]:
@@ -139,8 +89,8 @@ def test_refused_apply_reopens_with_the_brokers_answer(address: str,
     stale = before["edit/refused/one"]
     changed = TREE.format(p="edit/refused").replace("revision: 0", "revision: -1").replace(
         "value: one", "value: other")
-    editor.script({"address": address, "apply": changed,
-                   "replace": [["value: one", "value: mine"]]},
+    editor.script({"argv": ["journals", "apply", "--broker.address", address],
+                   "input": changed, "replace": [["value: one", "value: mine"]]},
                   [[f"revision: {stale}", "revision: -1"]])
     result = ok("journals", "edit", "-l", "name=edit/refused/one", "--broker.address", address)
     second = editor.opened()[1]
@@ -154,8 +104,7 @@ def test_refused_apply_reopens_with_the_brokers_answer(address: str,
 def test_unchanged_or_emptied_file_applies_nothing(address: str,
                                                    editor: ScriptedEditor) -> None:
     before = create(address, "edit/noop")
-    editor.script([])
-    (editor.directory / "steps.json").write_text(json.dumps([[], "empty"]))
+    editor.script([], "empty")
     first = ok("journals", "edit", "-l", "prefix=edit/noop/", "--broker.address", address)
     assert first.stdout == "Cancelled; nothing to do.\n"
     second = ok("journals", "edit", "-l", "prefix=edit/noop/", "--broker.address", address)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from google.protobuf import json_format, text_format
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from tests.gazctl.support import GAZCTL, isolated_env, journals, ok, stop, wait_primaries
+from tests.gazctl.support import (
+    isolated_env,
+    journals,
+    ok,
+    piped_gazctl,
+    stop,
+    wait_primaries,
+)
 
 LONG = "list/long/" + "a-very-long-journal-name-" * 4 + "end"
 TREE = f"""\
@@ -260,11 +266,8 @@ def test_watch_prints_the_whole_json_object_on_every_change(address: str, state_
     ok("journals", "apply", "--broker.address", address,
        input="name: watched/a\nreplication: 1\nfragment:\n  length: 1024\n"
              "  compression_codec: NONE\n  refresh_interval: 1s\nrevision: 0\n")
-    proc = subprocess.Popen(
-        [*GAZCTL, "journals", "list", "--watch", "-l", "prefix=watched/", "-o", "json",
-         "--broker.address", address],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=isolated_env(state_home))
-    try:
+    with piped_gazctl("journals", "list", "--watch", "-l", "prefix=watched/", "-o", "json",
+                       "--broker.address", address, env=isolated_env(state_home)) as proc:
         assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())
         assert [j["spec"]["name"] for j in first["journals"]] == ["watched/a"]
@@ -276,10 +279,3 @@ def test_watch_prints_the_whole_json_object_on_every_change(address: str, state_
         assert list(second) == ["status", "header", "journals"]
         assert [j["spec"]["name"] for j in second["journals"]] == ["watched/a", "watched/b"]
         assert stop(proc) == 130
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()

@@ -1,9 +1,7 @@
 """`gazctl shards edit` (with a scripted editor) and `shards unassign`, on real consumers.
 
-The editor is a small Python program run in place of vi. Each time it is
-opened it saves a copy of what it was shown, then applies the next step of
-its script: text replacements, emptying the file, or first running gazctl
-(someone else changing the shards while the file is open).
+The editor, run in place of vi, is the scripted program of
+`tests.gazctl.editor_support`.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +20,7 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.keyspace.etcd_util import prefix_range_end
 from gazette_core.local.consumers import etcd_prefix
 from gazette_core.local.stack import Stack
+from tests.gazctl.editor_support import ScriptedEditor
 from tests.gazctl.shards_support import (
     LOGS,
     log_journals,
@@ -42,46 +40,6 @@ from tests.gazctl.support import (
 )
 from tests.gazctl.terminal_support import env_for, in_terminal
 
-EDITOR = """\
-import json, subprocess, sys
-from pathlib import Path
-target, state = Path(sys.argv[-1]), Path(sys.argv[1])
-steps = json.loads((state / "steps.json").read_text())
-opened = len(list(state.glob("opened-*")))
-text = target.read_text()
-(state / f"opened-{opened}").write_text(text)
-step = steps[opened]
-if step == "empty":
-    text = ""
-else:
-    if isinstance(step, dict):
-        subprocess.run([sys.executable, "-m", "gazctl.main", *step["argv"]],
-                       input=step["input"].encode(), check=True, capture_output=True)
-        step = step["replace"]
-    for old, new in step:
-        assert old in text, (old, text)
-        text = text.replace(old, new)
-target.write_text(text)
-"""
-
-
-class ScriptedEditor:
-    def __init__(self, directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.directory = directory
-        program = directory / "editor.py"
-        program.write_text(EDITOR)
-        monkeypatch.setenv("GAZ_EDITOR", f"{sys.executable} {program} {directory}")
-
-    def script(self, *steps: object) -> None:
-        (self.directory / "steps.json").write_text(json.dumps(list(steps)))
-
-    def opened(self) -> list[str]:
-        count = len(list(self.directory.glob("opened-*")))
-        return [(self.directory / f"opened-{i}").read_text() for i in range(count)]
-
-    def warnings(self, index: int) -> list[str]:
-        return [line for line in self.opened()[index].splitlines() if line.startswith("#\u26a0")]
-
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterator[Stack]:
@@ -90,11 +48,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory, state_home: Path) -> Iterato
         ok("shards", "apply", input=shard_yaml(*[f"edit-{i:03d}" for i in range(6)]))
         wait_primaries(s, "id:prefix=edit-")
         yield s
-
-
-@pytest.fixture
-def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScriptedEditor:
-    return ScriptedEditor(tmp_path, monkeypatch)
 
 
 def test_saved_change_applies_only_the_changed_shard(stack: Stack,

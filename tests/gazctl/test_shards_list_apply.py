@@ -30,6 +30,7 @@ from tests.gazctl.support import (
     isolated_env,
     ok,
     one_error_line,
+    piped_gazctl,
     run_main,
     stop,
 )
@@ -219,10 +220,8 @@ def test_watch_prints_the_listing_again_when_it_changes(stack: Stack, state_home
     ok("shards", "apply", input=shard_yaml("watched-000"))
     env = {**isolated_env(state_home), "BROKER_ADDRESS": stack.brokers[0].endpoint,
            "CONSUMER_ADDRESS": stack.consumers[0].endpoint}
-    proc = subprocess.Popen(
-        [*GAZCTL, "shards", "list", "--watch", "-l", "id=watched-000", "-o", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
+    with piped_gazctl("shards", "list", "--watch", "-l", "id=watched-000", "-o", "json",
+                      env=env) as proc:
         assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())
         assert [s["spec"]["id"] for s in first["shards"]] == ["watched-000"]
@@ -232,13 +231,6 @@ def test_watch_prints_the_listing_again_when_it_changes(stack: Stack, state_home
             pass  # statuses may change first, as the shard is assigned
         assert list(listed) == ["status", "header", "shards", "extension"]
         assert stop(proc) == 130
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def test_an_unreadable_specs_file_is_a_usage_error(
