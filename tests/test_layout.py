@@ -187,8 +187,11 @@ def layer_of(module: str, table: dict[str, int]) -> tuple[str, int] | None:
 
 def _describe(circle: list[str], edges: list[Edge]) -> str:
     members = set(circle)
-    inside = [f"    {e.source}:{e.line} -> {e.target}" for e in edges
-              if e.source in members and e.target in members]
+    inside = [
+        f"    {e.source}:{e.line} -> {e.target}"
+        for e in edges
+        if e.source in members and e.target in members
+    ]
     return f"  {len(circle)} modules: {', '.join(circle)}\n" + "\n".join(inside)
 
 
@@ -243,28 +246,37 @@ def _tree(tmp: Path, files: dict[str, str]) -> dict[str, Path]:
 
 
 def test_the_walk_counts_function_imports_but_not_type_checking(tmp_path: Path) -> None:
-    known = _tree(tmp_path, {
-        "p/__init__.py": "",
-        "p/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p import b\n",
-        "p/b.py": "def f():\n    from . import a\n",
-        "p/c.py": "import p.a\nfrom p.b import f\nfrom p import c\n",
-    })
+    known = _tree(
+        tmp_path,
+        {
+            "p/__init__.py": "",
+            "p/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p import b\n",
+            "p/b.py": "def f():\n    from . import a\n",
+            "p/c.py": "import p.a\nfrom p.b import f\nfrom p import c\n",
+        },
+    )
     edges = {(e.source, e.target) for e in imports(known)}
     assert edges == {("p.b", "p.a"), ("p.c", "p.a"), ("p.c", "p.b")}
     assert circles(run_graph(imports(known), known)) == []
 
 
 def test_the_walk_finds_a_circle_and_resolves_relative_imports(tmp_path: Path) -> None:
-    known = _tree(tmp_path, {
-        "p/__init__.py": "from p import r\n",
-        "p/r.py": "from p.q import x\n",
-        "p/q/__init__.py": "",
-        "p/q/x.py": "from ..s import name\n",
-        "p/s.py": "import p.r\n",
-    })
+    known = _tree(
+        tmp_path,
+        {
+            "p/__init__.py": "from p import r\n",
+            "p/r.py": "from p.q import x\n",
+            "p/q/__init__.py": "",
+            "p/q/x.py": "from ..s import name\n",
+            "p/s.py": "import p.r\n",
+        },
+    )
     edges = imports(known)
     assert {(e.source, e.target) for e in edges} == {
-        ("p", "p.r"), ("p.r", "p.q.x"), ("p.q.x", "p.s"), ("p.s", "p.r"),
+        ("p", "p.r"),
+        ("p.r", "p.q.x"),
+        ("p.q.x", "p.s"),
+        ("p.s", "p.r"),
     }
     graph = run_graph(edges, known)
     assert graph["p.r"] == {"p.q", "p.q.x"}  # importing p.q.x runs its package p.q too
