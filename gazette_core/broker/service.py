@@ -357,7 +357,10 @@ class Broker:
         return pipeline
 
     async def _advertise_route(self, res: Resolution) -> None:
-        """Write the route into assignment values that do not yet hold it (broker.md 5.2)."""
+        """Write the route into assignment values that do not yet hold it.
+
+        See docs/design/etcd.md#route-consistency.
+        """
         value = res.route.SerializeToString()
         stale = [kv for kv in res.assignments if kv.raw != value]
         if not stale:
