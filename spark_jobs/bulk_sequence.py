@@ -3,7 +3,7 @@
 `BulkSequencer` takes a range's records block by block, as arrays of offset,
 clock, flags and producer (uuid_columns.py), and says which rows are
 committed and in what order: the same outcomes as
-gazette_core.message.sequencer.Sequencer (consumer.md 7.3), whose rules
+gazette_core.message.sequencer.Sequencer (docs/design/consumer.md#the-sequencer), whose rules
 are mirrored per message in `_one`:
 
 - OUTSIDE_TXN: committed at once unless its clock is at or below the

@@ -1,4 +1,4 @@
-"""The safety rule of recovery-log pruning, as pure functions (consumer spec §5, Hard part 6).
+"""The safety rule of recovery-log pruning, as pure functions (docs/design/recoverylog.md#pruning).
 
 A recovery log may lose a fragment only when no stored hint set of any
 selected shard could ever need it:

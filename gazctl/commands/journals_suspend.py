@@ -1,7 +1,7 @@
 """`gazctl journals suspend`: let idle journals give up their replicas.
 
 Each selected journal gets an empty append asking the broker to suspend it
-(broker.md 7.1): a journal written within its flush interval stays active
+(docs/design/append.md#suspension): a journal written within its flush interval stays active
 unless `--force` is given. A suspended journal resumes on its next append.
 Every journal's outcome is printed; any failure makes the command exit 1, and
 a run that leaves no selected journal suspended exits 3.

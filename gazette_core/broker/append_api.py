@@ -1,6 +1,6 @@
 """The Append RPC: resolution, proxying, pipeline sync and preconditions.
 
-Order follows broker.md 2.2: resolve as primary (proxying the whole stream
+Order follows docs/design/append.md: resolve as primary (proxying the whole stream
 to the primary when that is another broker), take the journal's pipeline,
 synchronise it, check preconditions, maybe roll, then stream and send the
 commit (`append_stream`). The pipeline is released before the commit's

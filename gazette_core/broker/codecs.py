@@ -1,6 +1,6 @@
 """Streaming compressors and decompressors for fragment file contents.
 
-Each `CompressionCodec` maps to one on-disk format (broker.md 4.2):
+Each `CompressionCodec` maps to one on-disk format (docs/design/fragments.md#codecs):
 NONE is raw bytes, GZIP and GZIP_OFFLOAD_DECOMPRESSION are gzip (readers
 accept multi-member files), ZSTANDARD is a sequence of zstd frames, SNAPPY is
 the framed snappy stream format. All objects are incremental: feed chunks,

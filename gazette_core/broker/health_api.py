@@ -1,4 +1,6 @@
-"""The FragmentStoreHealth RPC: the latest background check of a store (broker.md 2.8).
+"""The FragmentStoreHealth RPC: the latest background check of a store.
+
+See docs/design/protocol.md#fragmentstorehealth.
 
 The first request for a store starts its background checks and waits for the
 first result. With `check_delete`, a probe under `check_delete_prefix` is also

@@ -1,4 +1,6 @@
-"""Response headers of the HTTP gateway (broker.md 6.1 and 6.2), computed from RPC responses.
+"""Response headers of the HTTP gateway, computed from RPC responses.
+
+See docs/design/servers.md#content-gateway.
 
 `X-Route-Token` carries the Route in protobuf *compact text* as Go's gogo
 `proto.CompactTextString` prints it (`members:<zone:"a" suffix:"b" > ...`),
@@ -87,7 +89,7 @@ _PATH_SAFE = "$&+,/:;=@"
 
 
 def read_headers(resp: pb.ReadResponse, request_path: str) -> Headers:
-    """Headers of the first metadata response of a Read (broker.md 6.1)."""
+    """Headers of the first metadata response of a Read (docs/design/servers.md#content-gateway)."""
     out = route_headers(resp.header, request_path) if resp.HasField("header") else []
     if resp.HasField("fragment"):
         frag = resp.fragment
@@ -103,7 +105,7 @@ def read_headers(resp: pb.ReadResponse, request_path: str) -> Headers:
 
 
 def append_headers(resp: pb.AppendResponse, request_path: str) -> Headers:
-    """Headers of a successful append (broker.md 6.2)."""
+    """Headers of a successful append (docs/design/servers.md#content-gateway)."""
     out = route_headers(resp.header, request_path)
     if resp.HasField("commit"):
         commit = resp.commit

@@ -1,9 +1,9 @@
 """The primary's replication pipeline: one Replicate stream per peer, plus its own spool.
 
 Every request is applied to the local spool and written to each peer, in the
-same order, so all replicas run the same spool state machine (broker.md 4.5).
+same order, so all replicas run the same spool state machine (docs/design/fragments.md#spools).
 Proposals sent with `acknowledge` are answered by each peer exactly once.
-Appends are pipelined (broker.md 2.2 step 10): an append sends its commit
+Appends are pipelined (docs/design/append.md#pipelined-acknowledgements): an append sends its commit
 proposal while holding the journal's pipeline, releases it so the next append
 can stream, then awaits its `Acknowledgement`. Answers arrive in proposal
 order, so whoever waits reads the oldest unanswered proposal's answers,

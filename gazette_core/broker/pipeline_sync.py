@@ -3,7 +3,7 @@
 The primary proposes its current fragment. Peers that are ahead (a larger
 end, e.g. after a fail-over) or at the same end with an empty fragment answer
 PROPOSAL_MISMATCH; the primary then rolls everyone to the furthest end,
-adopting the registers of the peer that was furthest ahead (broker.md 2.4).
+adopting the registers of the peer that was furthest ahead (docs/design/append.md#replication).
 A peer whose Route is newer answers WRONG_ROUTE: the caller waits for that
 Etcd revision and builds a new pipeline.
 """

@@ -3,7 +3,7 @@
 An empty append runs the whole append path without content: it synchronises
 the pipeline (so a new replica catches up), writes the current Route into the
 assignment values (so the allocator may finish a reassignment), and applies
-rolls due to flush_interval or a codec change on idle journals (broker.md 7.2).
+rolls due to flush_interval or a codec change on idle journals (docs/design/append.md#pulses).
 Journals are pulsed independently of each other, and a failed pulse after a
 route change is retried soon, with back-off, so a new replica is synchronised
 within moments rather than at the next periodic pulse.

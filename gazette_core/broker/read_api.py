@@ -1,6 +1,6 @@
 """The Read RPC: metadata then content chunks, from the spool or persisted fragments.
 
-Shape and offset rules follow broker.md 2.3: the header rides only on the
+Shape and offset rules follow docs/design/protocol.md#read: the header rides only on the
 first response; each fragment is announced by a metadata response before its
 content; content responses carry just offset and bytes, at most 32736 each.
 """

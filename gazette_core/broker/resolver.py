@@ -1,6 +1,6 @@
 """Resolution of a journal name to its spec, route and local replica.
 
-Every journal RPC starts here (spec: broker.md 2.1). The resolver reads the
+Every journal RPC starts here (docs/design/protocol.md#resolution). The resolver reads the
 broker's KeySpace mirror of Etcd, builds the Route from assignment keys, picks
 the status in Gazette's priority order, and keeps one `Replica` per journal
 assigned to this broker.

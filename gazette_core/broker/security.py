@@ -3,7 +3,7 @@
 With `--broker.auth-keys` every RPC is verified by `AuthInterceptor`, and the
 broker signs its own requests to peers (proxied Read, ListFragments and
 Append, and replication) with the first key, scoped to the one journal
-(`name=<journal>`) and valid for an hour (broker.md 1.6). With a server
+(`name=<journal>`) and valid for an hour (docs/design/protocol.md#authorization). With a server
 certificate it serves TLS; peers advertising `https://` endpoints are
 dialed with the peer certificate, key and CA. Peer connections ping and
 probe (see `keepalive`), so that a silent peer is noticed.

@@ -1,4 +1,6 @@
-"""Journal suspension: the append-time table of broker.md 7.1 and the spec writes it makes.
+"""Journal suspension: the append-time table and the spec writes it makes.
+
+See docs/design/append.md#suspension.
 
 A suspended journal costs nothing but its Etcd item: PARTIAL keeps a single
 replica (its fragments are readable), FULL keeps none (there is nothing left
@@ -46,7 +48,7 @@ class Step:
 
 
 def decide(mode: int, replica: Replica, now: float | None = None) -> Step:
-    """The table of broker.md 7.1 for a journal whose primary is this broker."""
+    """The table of docs/design/append.md#suspension for a journal whose primary is this broker."""
     level = suspend_level(replica.spec)
     end = replica.spool.fragment.end
     if mode == Mode.SUSPEND_RESUME and level == Level.PARTIAL:

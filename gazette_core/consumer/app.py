@@ -1,4 +1,6 @@
-"""The Application a consumer runs, and how the framework calls it (spec §7.1).
+"""The Application a consumer runs, and how the framework calls it.
+
+See docs/design/consumer.md#the-application.
 
 Every method may be a plain function or a coroutine function: `call` awaits
 whatever comes back when it is awaitable, so one app can mix both styles.

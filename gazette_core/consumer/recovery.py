@@ -1,4 +1,4 @@
-"""Recovery of a shard's store from its recovery log (spec §4.7).
+"""Recovery of a shard's store from its recovery log (docs/design/recoverylog.md#recovery).
 
 Every replica, standby or primary, picks hints (primary, else the first
 stored backup, else empty hints of the shard's own log), checks that the log

@@ -7,7 +7,7 @@ BACKFILL while playing the recovery log, STANDBY once tailing it (straight
 away without a log), PRIMARY once the store is restored, FAILED with the
 error text if anything fails.
 
-Promotion (spec §4.7): hand-off injected as a new author, a Recorder of
+Promotion (docs/design/recoverylog.md#recovery): hand-off injected as a new author, a Recorder of
 that author, `app.new_store`, `restore_checkpoint`, then (only for the
 shard's own log) the recovered hints rotated into the backup slots, then
 PRIMARY and the transaction loop.
@@ -241,7 +241,8 @@ class ShardReplica:
         checkpoint: cpb.Checkpoint = await call(store.restore_checkpoint,
                                                   name="restore_checkpoint")
         if promoted is not None and promoted.resolved.log == log_name:
-            # Only now are these hints known to recover a usable store (Hard part 5).
+            # Only now are these hints known to recover a usable store
+            # (docs/design/recoverylog.md#when-hints-are-written).
             await hints_store.rotate_backup_hints(host.etcd, shard.spec, promoted.hints,
                                                   _guard(shard))
         await self._set_status(cpb.ReplicaStatus(code=Code.PRIMARY))

@@ -1,7 +1,7 @@
 """Resolution of a shard ID to its spec, route and local replica; and the local replicas.
 
-Every Shard RPC and every routed application request starts here (spec:
-consumer.md 1.3). The resolver reads the consumer's KeySpace mirror of Etcd,
+Every Shard RPC and every routed application request starts here
+(docs/design/consumer.md#the-shard-api). The resolver reads the consumer's KeySpace mirror of Etcd,
 builds the shard's Route from assignment keys and keeps one `ShardReplica`
 per shard assigned to this process, in any slot: slot 0 serves as primary,
 the others as hot standbys.

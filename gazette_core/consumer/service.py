@@ -62,7 +62,8 @@ DRAIN_TIMEOUT_S = 60.0
 DRAIN_STALL_S = 10.0
 # How long stopping waits for shards to finish their transactions and stop.
 REPLICAS_STOP_TIMEOUT_S = 30.0
-# Backoff of status updates (consumer.md 7.2): 50, 50, 100, 100 ms, 1 s, 1 s, then 5 s.
+# Backoff of status updates
+# (docs/design/consumer.md#assignment-status): 50, 50, 100, 100 ms, 1 s, 1 s, then 5 s.
 STATUS_BACKOFF = (0.05, 0.05, 0.1, 0.1, 1.0, 1.0, 5.0)
 
 

@@ -1,6 +1,6 @@
 """Framings: how messages are written to and read from a journal's bytes.
 
-A journal's `content-type` label picks the framing (consumer.md 7.3):
+A journal's `content-type` label picks the framing (docs/design/consumer.md#messages):
 - `application/x-ndjson`: one compact JSON document per `\\n`-terminated line;
 - `text/csv`: RFC 4180 rows with the UUID in column 0 (framing_csv.py);
 - `application/x-protobuf-fixed`: magic word, LE uint32 length, protobuf

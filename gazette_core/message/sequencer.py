@@ -1,7 +1,8 @@
 """Sequencer: turn a read of uncommitted messages into committed ones, exactly once.
 
 Messages are queued in read order with `queue_uncommitted`, which tells
-what became of each (QueueOutcome, one per row of consumer.md 7.3's table).
+what became of each (QueueOutcome, one per row of the table in
+docs/design/consumer.md#the-sequencer).
 Pending (CONTINUE_TXN) messages wait, per journal and producer, until an
 ACK_TXN of that producer commits those with clocks up to its own and rolls
 back the rest. After a commit-type outcome, `step()` hands out the committed

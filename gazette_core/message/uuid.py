@@ -1,6 +1,6 @@
 """Gazette message UUIDs: RFC 4122 version 1 with a producer ID, a clock and flags.
 
-Layout (consumer.md 7.3): bytes 0-7 carry the 60-bit timestamp of the clock
+Layout (docs/design/consumer.md#messages): bytes 0-7 carry the 60-bit timestamp of the clock
 as time_low, time_mid and time_hi with version 1; bytes 8-9 carry the
 variant, the clock's 4-bit sequence counter (bits 13-10) and 10 bits of
 flags; bytes 10-15 are the producer ID, whose first byte has the multicast

@@ -2,7 +2,7 @@
 
 A token is an HS256 (or HS384) JWT whose claims carry a capability bitmask
 (`cap`) and a LabelSelector (`sel`, in Go's JSON shape) limiting the journals
-it reaches, plus the registered `iat` and `exp` claims (broker.md 1.6). Keys
+it reaches, plus the registered `iat` and `exp` claims (docs/design/protocol.md#authorization). Keys
 are symmetric and base64-encoded; the first signs and any verifies.
 """
 

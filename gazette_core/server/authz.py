@@ -35,7 +35,7 @@ def authorize_apply(req: pb.ApplyRequest) -> None:
     """AuthError unless every change is within the claims.
 
     An upsert is checked against the new spec's labels and name, a delete
-    against the name only (broker.md 1.6).
+    against the name only (docs/design/protocol.md#authorization).
     """
     for change in req.changes:
         if change.HasField("upsert"):

@@ -1,7 +1,7 @@
 """A grpc.aio server interceptor that verifies the bearer token of every RPC.
 
 Each RPC must carry `authorization: Bearer <JWT>` granting the capability
-its method requires (broker.md 1.4); otherwise it fails with gRPC
+its method requires (docs/design/protocol.md#the-journal-service); otherwise it fails with gRPC
 UNAUTHENTICATED before the handler runs. The verified claims are recorded
 for the handler (`authz`), which hides journals outside their selector, and
 the RPC is bounded by the token's expiry, as Go bounds its context: past it,

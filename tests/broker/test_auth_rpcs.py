@@ -1,4 +1,7 @@
-"""Every Journal RPC against a broker with auth keys: refused, hidden or served (broker.md 1.6)."""
+"""Every Journal RPC against a broker with auth keys: refused, hidden or served.
+
+See docs/design/protocol.md#authorization.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Suspension on a three-broker cluster: the append modes of broker.md 7.1 end to end."""
+"""Suspension on a three-broker cluster: the append modes end to end.
+
+See docs/design/append.md#suspension.
+"""
 
 from __future__ import annotations
 

@@ -176,7 +176,8 @@ def test_the_consumer_route_cache_is_documented_as_accepted_for_compatibility() 
         assert "Accepted for compatibility with Go's gazctl; no effect" in params[0].help
 
 
-# Go's options of each group (spec/gazctl.md 2.1), and a value each may take.
+# Go's options of each group
+# (docs/design/gazctl.md#options-of-journals-and-shards), and a value each may take.
 CONNECTION = ["address", "cert-file", "cert-key-file", "trusted-ca-file", "auth-keys",
               "auth-token", "cache.size", "cache.ttl"]
 GO_GROUP_OPTIONS = {

@@ -1,4 +1,7 @@
-"""Sequencer: each outcome row of consumer.md 7.3, replays, offsets, pruning and seeding."""
+"""Sequencer: each outcome row of its table, replays, offsets, pruning and seeding.
+
+See docs/design/consumer.md#the-sequencer.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shards prune safety rule (consumer spec §5, Hard part 6) as pure planning functions."""
+"""The shards prune safety rule (docs/design/recoverylog.md#pruning) as pure planning functions."""
 
 from __future__ import annotations
 

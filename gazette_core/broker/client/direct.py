@@ -1,7 +1,7 @@
 """Reading a persisted fragment straight from its store, through the read's `fragment_url`.
 
 A Read with `do_not_proxy` gets only the metadata of a persisted fragment,
-whose `fragment_url` is a signed GET URL (broker.md 2.3); the client fetches
+whose `fragment_url` is a signed GET URL (docs/design/protocol.md#read); the client fetches
 the object itself, decompresses it by codec and discards what precedes the
 offset it wants. `http(s)://` URLs are fetched as signed; `file://` URLs name
 a path below the broker's file root, so they are readable only by a client

@@ -1,9 +1,10 @@
 """CoverSet: the fragments that together cover a journal's offsets, none inside another.
 
-Invariant (broker.md 4.3): entries are ordered by begin and by end, and no
-fragment is fully contained in another, so begins and ends are both strictly
-increasing. That makes both "where does a fragment go" and "which fragment
-covers an offset" binary searches over two parallel offset lists.
+Invariant (docs/design/fragments.md#the-fragment-index): entries are ordered
+by begin and by end, and no fragment is fully contained in another, so begins
+and ends are both strictly increasing. That makes both "where does a fragment
+go" and "which fragment covers an offset" binary searches over two parallel
+offset lists.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """FragmentIndex: which fragment (local spool or persisted) serves a journal offset.
 
 The index is a CoverSet of the latest store listing plus the local spool
-fragments that listing does not yet cover (broker.md 4.3). Reads query it;
+fragments that listing does not yet cover
+(docs/design/fragments.md#the-fragment-index). Reads query it;
 commits and store refreshes change it and wake blocked readers.
 """
 

@@ -1,6 +1,6 @@
 """The Persister: compresses completed spools and writes them to the journal's store.
 
-Spools are queued when they roll (broker.md 4.4) and persisted in the
+Spools are queued when they roll (docs/design/fragments.md#persistence) and persisted in the
 background to `stores[0]` of the journal's spec. Content addressing makes a
 repeated write harmless, so an existing object counts as done and failures
 are simply retried with back-off. `stop()` drains everything queued.

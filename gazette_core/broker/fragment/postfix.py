@@ -1,7 +1,7 @@
 """Path postfixes from `path_postfix_template`: the part of Go text/template specs use.
 
 Gazette evaluates the template with `{Spool, JournalSpec}` when it persists a
-fragment (broker.md 4.4), and the result becomes the fragment's path
+fragment (docs/design/fragments.md#names-in-stores), and the result becomes the fragment's path
 postfix, e.g. Hive-style partitions (one line in a spec):
 
     date={{ .Spool.FirstAppendTime.Format "2006-01-02" }}/

@@ -1,6 +1,6 @@
 """The spool: a journal's fragment under construction, driven by ReplicateRequests.
 
-Primary and replicas apply the very same requests (broker.md 4.5), so the
+Primary and replicas apply the very same requests (docs/design/fragments.md#spools), so the
 transitions here are the replication protocol: content extends an
 uncommitted `delta`; a proposal rolls, rolls back, commits or mismatches.
 

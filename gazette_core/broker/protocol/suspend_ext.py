@@ -12,5 +12,5 @@ def suspend_level(spec: pb.JournalSpec) -> int:
 
 
 def fully_suspended(spec: pb.JournalSpec) -> bool:
-    """FULL: no assignments and no content to read (broker.md 7.1)."""
+    """FULL: no assignments and no content to read (docs/design/append.md#suspension)."""
     return suspend_level(spec) == Level.FULL

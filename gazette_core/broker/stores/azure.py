@@ -1,4 +1,6 @@
-"""Azure Blob stores: `azure://` (shared key) and `azure-ad://` (Azure AD) (broker.md 3.4).
+"""Azure Blob stores: `azure://` (shared key) and `azure-ad://` (Azure AD).
+
+See docs/design/fragments.md#store-urls.
 
 `azure://<container>/<prefix>/` authenticates with the storage account's
 shared key from AZURE_ACCOUNT_NAME and AZURE_ACCOUNT_KEY, at

@@ -1,7 +1,8 @@
 """The FragmentStore interface shared by every store adapter.
 
 Stores hold persisted fragments under content-addressed names
-(`<prefix><rewrite(journal/postfix/name)>`, broker.md 4.1). Operations are
+(`<prefix><rewrite(journal/postfix/name)>`,
+docs/design/fragments.md#names-in-stores). Operations are
 async; adapters run blocking IO in worker threads. `list` turns stored
 object paths back into Fragments through `parse_listing`.
 """

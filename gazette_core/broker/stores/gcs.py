@@ -1,4 +1,6 @@
-"""GCS store: fragments as objects of `gs://<bucket>/<prefix>/` (broker.md 3.4).
+"""GCS store: fragments as objects of `gs://<bucket>/<prefix>/`.
+
+See docs/design/fragments.md#store-urls.
 
 The google-cloud-storage client writes, probes, lists, streams, deletes and
 signs; every blocking call runs in a worker thread. Credentials are the

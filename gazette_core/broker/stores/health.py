@@ -1,4 +1,6 @@
-"""Background health checks of fragment stores (broker.md 7.3), one checker per store URL.
+"""Background health checks of fragment stores, one checker per store URL.
+
+See docs/design/fragments.md#store-health.
 
 A check writes a probe object, reads it back, finds it in a listing, and
 fetches it through a signed URL when that URL is http(s): the operations a

@@ -71,7 +71,7 @@ def get_store(url: str, file_root: str, file_only: bool = False) -> FragmentStor
 
 
 def _build_file_only(url: str, file_root: str) -> FragmentStore:
-    """`file:///` under `file_root` standing in for `url` (broker.md 3.4).
+    """`file:///` under `file_root` standing in for `url` (docs/design/fragments.md#store-urls).
 
     The original prefix and query parameters are discarded, but the store
     keeps `url` as its name, so fragments list with `backing_store` equal to

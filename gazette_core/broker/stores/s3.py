@@ -1,4 +1,6 @@
-"""S3 store: fragments as objects of `s3://<bucket>/<prefix>/` (broker.md 3.4).
+"""S3 store: fragments as objects of `s3://<bucket>/<prefix>/`.
+
+See docs/design/fragments.md#store-urls.
 
 boto3 lists, probes, deletes and signs; smart_open streams object contents,
 so a read never holds a whole fragment in memory. Every blocking call runs

@@ -1,6 +1,6 @@
 """Parsed fragment store URLs and their `find`/`replace` path rewriting.
 
-A store URL (broker.md 3.4) is absolute, its path ends in `/`, and its query
+A store URL (docs/design/fragments.md#store-urls) is absolute, its path ends in `/`, and its query
 parameters configure the store; names match case-insensitively. `find` and
 `replace` rewrite the first occurrence of `find` in a journal-relative path,
 which keeps old object paths reachable after a journal is renamed.

@@ -1,7 +1,8 @@
 """Authorization of Shard RPCs against the claims of the RPC being served.
 
-Claims select shards by their labels plus the synthetic `id` label (spec §2),
-with the capabilities of spec §1.3. Without recorded claims (no auth keys
+Claims select shards by their labels plus the synthetic `id` label
+(docs/design/consumer.md#shard-specs), with the capabilities of
+docs/design/consumer.md#the-shard-api. Without recorded claims (no auth keys
 configured) every shard is visible. A shard outside the claims is answered as
 SHARD_NOT_FOUND by the reading RPCs, so its existence is not revealed.
 """

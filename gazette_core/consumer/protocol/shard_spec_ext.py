@@ -1,10 +1,11 @@
 """ShardSpec validation and the names derived from a spec.
 
-Validation follows the order of spec §2, raising ValidationError with the
-dotted field path from the spec root (`sources[1].journal`), as the broker's
-`validate_journal_spec` does. The derived names (recovery log, hint keys) and
-the label set selectors see (labels plus a synthetic `id`) live here too, so
-the API, the runtime and gazctl agree on them.
+Validation follows the order of docs/design/consumer.md#shard-specs,
+raising ValidationError with the dotted field path from the spec root
+(`sources[1].journal`), as the broker's `validate_journal_spec` does. The
+derived names (recovery log, hint keys) and the label set selectors see
+(labels plus a synthetic `id`) live here too, so the API, the runtime and
+gazctl agree on them.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _validate_sources(spec: cpb.ShardSpec) -> None:
 
 
 def validate_shard_spec(spec: cpb.ShardSpec) -> None:
-    """A ShardSpec, checked in the order of spec §2."""
+    """A ShardSpec, checked in the order of docs/design/consumer.md#shard-specs."""
     validate_shard_id(spec.id)
     _validate_hints_config(spec)
     _validate_durations(spec)

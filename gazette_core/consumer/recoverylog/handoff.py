@@ -1,4 +1,6 @@
-"""Appends the player makes: write-head barriers and the hand-off no-op (spec §4.6).
+"""Appends the player makes: write-head barriers and the hand-off no-op.
+
+See docs/design/recoverylog.md#the-player.
 
 Both retry retriable failures (no primary yet, a broker restarting): a
 failed append commits nothing, so trying again is safe.

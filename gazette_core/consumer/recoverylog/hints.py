@@ -25,7 +25,10 @@ class HintsError(ValidationError):
 
 
 def validate_hints(h: rpb.FSMHints) -> None:
-    """Check hints field by field (§4.3); HintsError names the bad field."""
+    """Check hints field by field; HintsError names the bad field.
+
+    See docs/design/recoverylog.md#segments.
+    """
     try:
         if h.log:
             validate_journal_name(h.log, "log")

@@ -1,6 +1,7 @@
 """FSMHints in Etcd: reading a shard's hints, picking one set, and writing them.
 
-Hints are JSON under `{hint_prefix}/{id}.primary` and `.backup.{i}` (spec §3).
+Hints are JSON under `{hint_prefix}/{id}.primary` and `.backup.{i}`
+(docs/design/etcd.md#consumer-keys).
 The primary writes its key periodically, guarded by its assignment's
 CreateRevision so a replaced primary cannot overwrite its successor's hints.
 Each successful recovery rotates its hints into the backups in one

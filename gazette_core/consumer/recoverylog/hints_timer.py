@@ -1,4 +1,6 @@
-"""The primary's periodic hints (Hard part 5): every hint interval, behind a barrier.
+"""The primary's periodic hints: every hint interval, behind a barrier.
+
+See docs/design/recoverylog.md#when-hints-are-written.
 
 `Recorder.build_hints()` snapshots the FSM and returns once a barrier after
 everything recorded so far committed, so stored hints never name an op that

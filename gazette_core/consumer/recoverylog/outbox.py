@@ -4,7 +4,8 @@ Record calls may come from a store's worker thread, while the AppendService
 lives on the event loop. Entries are put in recording order (the recorder
 holds its lock) and handed to the service on the loop thread in the same
 order. A barrier with a dependency stops the feed until the dependency
-resolves, so everything recorded after it waits too, as spec §4.5 requires.
+resolves, so everything recorded after it waits too, as
+docs/design/recoverylog.md#the-recorder requires.
 
 The first failed append fails the outbox for good: the recorder's FSM has
 already moved past ops that never committed, so nothing it records later

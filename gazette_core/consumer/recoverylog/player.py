@@ -1,4 +1,6 @@
-"""Player: rebuild a directory by playing a recovery log back (spec §4.6).
+"""Player: rebuild a directory by playing a recovery log back.
+
+See docs/design/recoverylog.md#the-player.
 
 Playback starts from FSMHints (or from offset 0 without hints), seeks to each
 hinted segment so dead regions of the log are never read, applies every frame

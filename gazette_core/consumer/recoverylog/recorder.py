@@ -1,4 +1,6 @@
-"""Recorder: turns a store's file operations into ops appended to a recovery log (§4.5).
+"""Recorder: turns a store's file operations into ops appended to a recovery log.
+
+See docs/design/recoverylog.md#the-recorder.
 
 Every record call stamps its ops with the author and the FSM's next seq_no and
 checksum, applies them to the recorder's own FSM and queues their frames, in

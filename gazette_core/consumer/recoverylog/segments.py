@@ -28,7 +28,10 @@ def describe(seg: rpb.Segment) -> str:
 
 
 def validate_segment(seg: rpb.Segment, path: str = "segment", *, require_log: bool = True) -> None:
-    """Check a segment's fields (§4.3); `require_log` False allows an implied (empty) log."""
+    """Check a segment's fields; `require_log` False allows an implied (empty) log.
+
+    See docs/design/recoverylog.md#segments.
+    """
     if seg.author == 0:
         raise SegmentError(f"{path}.author", "must not be zero")
     if seg.first_seq_no < 1:
@@ -62,7 +65,7 @@ def _overlaps(a: rpb.Segment, b: rpb.Segment) -> bool:
 
 
 def merge(a: rpb.Segment, b: rpb.Segment) -> rpb.Segment:
-    """Merge two touching segments of one author and log (§4.3 rules)."""
+    """Merge two touching segments of one author and log (docs/design/recoverylog.md#segments)."""
     out = rpb.Segment(author=a.author, log=a.log)
     if a.first_seq_no == b.first_seq_no:
         if a.first_checksum != b.first_checksum:
@@ -115,7 +118,10 @@ class SegmentSet:
         return self._segments.pop(0)
 
     def add(self, segment: rpb.Segment) -> None:
-        """Add `segment`, merging as §4.3 says; SegmentError leaves the set unchanged."""
+        """Add `segment`, merging as docs/design/recoverylog.md#segments says.
+
+        SegmentError leaves the set unchanged.
+        """
         validate_segment(segment)
         merged = _copy(segment)
         keep: list[rpb.Segment] = []

@@ -1,4 +1,6 @@
-"""Checkpoint as Go's `encoding/json` writes the generated struct (spec: consumer.md §6.2).
+"""Checkpoint as Go's `encoding/json` writes the generated struct.
+
+See docs/design/consumer.md#the-json-file-store.
 
 `sources` and `ack_intents` are left out when empty; `producers` is `null` when empty;
 an entry's `state` is always present; `read_through`, `id`, `last_ack` and `begin` are

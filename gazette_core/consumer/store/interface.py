@@ -1,4 +1,4 @@
-"""The `Store` interface the consumer framework calls (spec: consumer.md §6, §7.1)."""
+"""The `Store` interface the consumer framework calls (docs/design/consumer.md#stores)."""
 
 from __future__ import annotations
 

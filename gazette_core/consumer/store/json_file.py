@@ -1,6 +1,7 @@
 """A store keeping its state as JSON in `<dir>/state.json`, replaced by atomic rename.
 
-The file holds three JSON documents, each followed by a newline (spec: consumer.md §6.2):
+The file holds three JSON documents, each followed by a newline
+(docs/design/consumer.md#the-json-file-store):
 the legacy map of journal to read-through offset, the user state, and the checkpoint.
 State and checkpoint are in one file, so they commit together. A commit writes
 `next.json` (opened with truncate, which also covers a leftover from a failed commit),

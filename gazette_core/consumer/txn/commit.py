@@ -1,7 +1,7 @@
 """A transaction's commit and its ACK appends, and the progress they publish once resolved.
 
 The commit of transaction N+1 may not start before N's commit and every ACK
-append of N resolved (spec Hard part 9.4); `Settled.wait()` is that barrier.
+append of N resolved (docs/design/consumer.md#commit-ordering); `Settled.wait()` is that barrier.
 When it resolves, N's checkpoint offsets become the shard's read_through and
 the ACK appends' end offsets its publish_at.
 """

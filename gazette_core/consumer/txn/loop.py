@@ -1,4 +1,4 @@
-"""The primary's transaction loop (spec §7.2, Hard part 9).
+"""The primary's transaction loop (docs/design/consumer.md#the-transaction-loop).
 
 A transaction reads envelopes from the read channel into the sequencer,
 consumes every committed message, and closes when the rules allow:
@@ -147,7 +147,7 @@ class TxnLoop:
         hints: asyncio.Task[None] | None = None
         self.shard.journal_client = self.appender
         try:
-            # Before anything else is appended (spec §7.2 start-up, Hard part 9.5).
+            # Before anything else is appended (docs/design/consumer.md#start-up).
             self._prev = resend_ack_intents(self.appender, self.shard, self.checkpoint)
             self.channel.start(start_offsets(self.shard.spec, self.checkpoint))
             if self.hints is not None:
@@ -210,7 +210,10 @@ class TxnLoop:
         return True
 
     def _blocks(self, txn: _Txn, now: float) -> bool:
-        """Whether the transaction must stay open (spec §7.2 step 3)."""
+        """Whether the transaction must stay open.
+
+        See docs/design/consumer.md#when-a-transaction-closes.
+        """
         if not self._prev_resolved() or txn.consumed == 0 or now < txn.min_at:
             return True
         return (not self.shard.spec.disable_wait_for_ack and now < txn.max_at
@@ -414,7 +417,7 @@ class TxnLoop:
             for journal, ack in intents.items():
                 checkpoint.ack_intents[journal] = ack
             if self._prev is not None:
-                await self._prev.wait()  # Hard part 9.4.
+                await self._prev.wait()  # docs/design/consumer.md#commit-ordering
             pending = self.appender.pending_except(self.recovery_log or None)
             wait_for = asyncio.ensure_future(_all(pending)) if pending else None
             commit = asyncio.ensure_future(

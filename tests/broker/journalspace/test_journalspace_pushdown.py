@@ -13,7 +13,8 @@ from gazette_core.errors import ValidationError
 
 Change = pb.ApplyRequest.Change
 
-# gazctl.md 5.2's example, plus a codec and refresh interval so the specs validate.
+# The example of docs/design/gazctl.md#hierarchical-yaml, plus a codec and refresh
+# interval so the specs validate.
 CLICKS_YAML = """\
 name: acme/clicks/
 replication: 3

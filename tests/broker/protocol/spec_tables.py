@@ -1,6 +1,7 @@
-"""Reads the message and enum tables of the markdown spec and compares them with descriptors.
+"""Reads message and enum tables written in markdown and compares them with descriptors.
 
-The spec describes messages in several shapes, all of which are understood here:
+The tables of record are in docs/design/protocol.md ("Messages and fields"); they use the
+first shape below. Messages may be described in several shapes, all understood here:
 
 * a table with ``# | Field | Type`` columns under a bold message name, optionally with a
   leading ``Message`` column (an empty cell repeats the message of the row above);
@@ -24,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import (
@@ -56,7 +56,7 @@ _SCALAR_NAMES = {number: name for name, number in SCALARS.items()}
 # Response fields the spec often lists by name alone ("1 `status`; 2 `header` (nn)").
 CONVENTIONAL_TYPES: dict[str, str] = {"status": "Status", "header": "Header"}
 
-_HEADING = re.compile(r"^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s")
+_HEADING = re.compile(r"^#{2,6}\s+(.+?)\s*$")
 _BOLD_NAME = re.compile(r"^(?:[-*]\s+)?\*\*`?([A-Za-z_][\w.]*)`?\*\*")
 _BOLD_START = re.compile(r"^(?:[-*]\s+)?\*\*")
 # "1 `name`" or "1: `name`" (number first).
@@ -123,14 +123,20 @@ class SpecEnum:
     values: dict[str, int] = field(default_factory=dict)
 
 
+def _names_section(title: str, section: str) -> bool:
+    """Whether heading `title` is `section`: its whole text, or its leading number."""
+    return title == section or title.startswith(section + " ") or title.startswith(section + ". ")
+
+
 def section_text(markdown: str, number: str) -> list[tuple[int, str]]:
-    """The (line number, line) pairs of section `number`, up to the next heading."""
+    """The (line number, line) pairs of section `number` (a title or a number), up to the
+    next heading."""
     out: list[tuple[int, str]] = []
     inside = False
     for lineno, line in enumerate(markdown.splitlines(), start=1):
         heading = _HEADING.match(line)
         if heading:
-            inside = heading.group(1) == number
+            inside = _names_section(heading.group(1), number)
             continue
         if line.startswith("#"):
             inside = False
@@ -566,8 +572,3 @@ def compare_section(
         message = found if isinstance(found, Descriptor) else None
         problems += compare_message(spec_message, message, types)
     return problems
-
-
-def spec_dir(repo_root: Path) -> Path:
-    """The shared spec folder, which sits beside the repository checkout."""
-    return repo_root.parent / "shared" / "spec"

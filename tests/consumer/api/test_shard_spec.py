@@ -1,4 +1,4 @@
-"""ShardSpec validation (spec §2 order, dotted paths) and the names derived from a spec."""
+"""ShardSpec validation (docs/design/consumer.md#shard-specs) and the names derived from a spec."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""FSM apply rules (§4.2): every op kind, every named error, chain and segment tracking."""
+"""FSM apply rules: every op kind, every named error, chain and segment tracking.
+
+See docs/design/recoverylog.md#the-fsm.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""FSM from hints: hinted authors and Fnodes, segment jumps, branched logs (§4.2, §4.3)."""
+"""FSM from hints: hinted authors and Fnodes, segment jumps, branched logs.
+
+See docs/design/recoverylog.md#the-fsm.
+"""
 
 from __future__ import annotations
 

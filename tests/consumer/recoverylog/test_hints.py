@@ -1,4 +1,7 @@
-"""FSMHints: Go encoding/json byte compatibility (§4.4), protobuf fallback, validation."""
+"""FSMHints: Go encoding/json byte compatibility, protobuf fallback, validation.
+
+See docs/design/recoverylog.md#hints-in-etcd.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Segment validation and SegmentSet merge rules (§4.3)."""
+"""Segment validation and SegmentSet merge rules (docs/design/recoverylog.md#segments)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 `Host` is what the consumer service gives a replica: etcd, a journal client
 to a real in-process broker, the app and its config, and status updates
-max-merged under a ModRevision compare, as spec §7.2 says. Tests drive
+max-merged under a ModRevision compare, as
+docs/design/consumer.md#assignment-status says. Tests drive
 ShardReplica through start / update(slot 0) / stop as the resolver does.
 """
 

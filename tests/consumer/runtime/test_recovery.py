@@ -1,4 +1,7 @@
-"""Recovery, standbys and promotion (spec §4.7): hints, tailing, hand-off and fencing."""
+"""Recovery, standbys and promotion: hints, tailing, hand-off and fencing.
+
+See docs/design/recoverylog.md#recovery.
+"""
 
 from __future__ import annotations
 

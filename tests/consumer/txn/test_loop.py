@@ -1,4 +1,6 @@
-"""Each rule of the transaction loop (spec §7.2, Hard part 9) as its own scenario.
+"""Each rule of the transaction loop as its own scenario.
+
+See docs/design/consumer.md#the-transaction-loop.
 
 A real broker and etcd, a JSON store recorded into a real recovery log, and a
 ShardReplica started as primary; commits are held (HeldCommits) or append
