@@ -106,7 +106,10 @@ async def _new_pipeline(broker: Broker, replica: Replica, res: Resolution) -> Pi
 
 
 async def _advertise_route(broker: Broker, res: Resolution) -> None:
-    """Write the route into assignment values that do not yet hold it (docs/design/etcd.md#route-consistency)."""
+    """Write the route into assignment values that do not yet hold it.
+
+    See docs/design/etcd.md#route-consistency.
+    """
     value = res.route.SerializeToString()
     stale = [kv for kv in res.assignments if kv.raw != value]
     if not stale:
