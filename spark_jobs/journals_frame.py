@@ -28,7 +28,6 @@ are not read (their fragments are not listed), as with prune.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 from dataclasses import dataclass, field
@@ -36,21 +35,18 @@ from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.channel import (
     ClientConfig,
-    close_channels,
     default_address,
-    journal_stub,
 )
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT
 from gazette_core.broker.fragment.cover_set import CoverSet, IndexEntry
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.errors import ValidationError
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, PROTOBUF_FIXED, content_type
 from spark_jobs.frame_columns import META, column_name, columns_of, parse_schema, row_schema
 from spark_jobs.frame_source import CSV, JSON, RAW, JournalTask, is_persisted
 from spark_jobs.job_errors import spark_call
-from spark_jobs.prune import FILE_ROOT_ENV, Selection, check_file_root, fetch_selection
+from spark_jobs.selection import FILE_ROOT_ENV, Selection, check_file_root
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -134,22 +130,6 @@ def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted
             file_root=file_root or "", file_only=file_only, ring_size=ring_size,
             client=client))
     return plan
-
-
-def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT,
-                   client: ClientConfig | None = None) -> Selection:
-    """The journals `selector` matches and their fragments, listed through `broker`."""
-    if not selector.strip():
-        raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
-    sel = parse_selector(selector)
-
-    async def fetch() -> Selection:
-        try:
-            return await fetch_selection(journal_stub(broker, client), sel, selector, timeout)
-        finally:
-            await close_channels()
-
-    return asyncio.run(fetch())
 
 
 def read_journals(spark: SparkSession, selector: str, *, broker: str | None = None,

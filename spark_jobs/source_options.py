@@ -18,7 +18,7 @@ from gazette_core.broker.client.channel import ClientConfig, default_address
 from gazette_core.errors import ValidationError
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
-from spark_jobs.prune import FILE_ONLY_ENV, FILE_ROOT_ENV, TRUE
+from spark_jobs.selection import FILE_ONLY_ENV, FILE_ROOT_ENV, TRUE
 
 DEFAULT_SPLIT_BYTES = 64 << 20
 DEFAULT_RING_SIZE = 8192

@@ -197,7 +197,7 @@ def test_bad_input_is_refused_in_one_line(
                            bad + "option startingoffset: unknown option of a read; known: "),
         "no selector": (None, None, {}, bad + "option selector: a label selector is required"),
         "nothing matched": ("name=batch/none", None, {},
-                            "spark_jobs.prune.NothingMatched: no journals match "
+                            "spark_jobs.selection.NothingMatched: no journals match "
                             "'name=batch/none'"),
         "bad json": (f"name={JSON_J}", None, {"startingOffsets": "{3"},
                      bad + "option startingOffsets: '{3' is not earliest, latest or a JSON "

@@ -18,8 +18,8 @@ from gazette_core.message.uuid import Flags, build_uuid
 from spark_jobs.frame_export import spark_failure
 from spark_jobs.frame_source import CSV, JSON, RAW, JournalTask
 from spark_jobs.journals_frame import covering, journal_kind, plan_frame, shared_kind
-from spark_jobs.prune import FileRootUnknown, Selection
 from spark_jobs.range_read import journal_rows as task_rows
+from spark_jobs.selection import FileRootUnknown, Selection
 
 PRODUCER = bytes.fromhex("030303030303")
 

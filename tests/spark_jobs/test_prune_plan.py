@@ -16,21 +16,15 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import from_nanos
 from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.errors import GazetteError
-from spark_jobs.prune import (
-    DENIED,
-    FAILED,
-    GONE,
-    PRUNED,
+from spark_jobs.fragment_deletes import DENIED, FAILED, GONE, PRUNED
+from spark_jobs.job_errors import error_exit
+from spark_jobs.prune import Plan, delete_partition, plan_prune, summarize
+from spark_jobs.selection import (
     FileRootUnknown,
     NothingMatched,
-    Plan,
     Selection,
     check_file_root,
-    delete_partition,
-    error_exit,
     fetch_selection,
-    plan_prune,
-    summarize,
 )
 from spark_jobs.session import is_loopback_master, session_conf
 
