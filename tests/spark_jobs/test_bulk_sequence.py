@@ -22,8 +22,8 @@ import pytest
 from gazette_core.message.committed import sequence_committed
 from gazette_core.message.interfaces import Envelope, JSONRecord
 from gazette_core.message.uuid import Flags, build_uuid, get_parts
-from spark_jobs.bulk_sequence import BulkSequencer, ProducerState, Replay, forget_idle
-from spark_jobs.uuid_columns import UUIDColumns
+from spark_jobs.decode.bulk_sequence import BulkSequencer, ProducerState, Replay, forget_idle
+from spark_jobs.decode.uuid_columns import UUIDColumns
 from tests.message.random_journals import Event, journal
 
 J = "a/journal"

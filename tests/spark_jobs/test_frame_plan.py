@@ -15,11 +15,11 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.errors import ValidationError
 from gazette_core.message.reader import MessageDecodeError
 from gazette_core.message.uuid import Flags, build_uuid
+from spark_jobs.decode.content import CSV, JSON, RAW, JournalTask
 from spark_jobs.frame_export import spark_failure
-from spark_jobs.frame_source import CSV, JSON, RAW, JournalTask
-from spark_jobs.journals_frame import covering, journal_kind, plan_frame, shared_kind
-from spark_jobs.range_read import journal_rows as task_rows
 from spark_jobs.selection import FileRootUnknown, Selection
+from spark_jobs.source.frame_plan import covering, journal_kind, plan_frame, shared_kind
+from spark_jobs.source.range_read import journal_rows as task_rows
 
 PRODUCER = bytes.fromhex("030303030303")
 

@@ -17,8 +17,8 @@ from gazette_core.broker.stores.registry import get_store
 from gazette_core.message.uuid import Flags, build_uuid
 from gazette_core.testing.azure import azurite_container
 from gazette_core.testing.gcs import gcs_bucket
-from spark_jobs.frame_source import JSON, RAW, JournalTask
-from spark_jobs.range_read import journal_rows as task_rows
+from spark_jobs.decode.content import JSON, RAW, JournalTask
+from spark_jobs.source.range_read import journal_rows as task_rows
 
 CODECS = [pb.GZIP, pb.ZSTANDARD, pb.SNAPPY]
 

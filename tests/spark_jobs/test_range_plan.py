@@ -11,17 +11,17 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
-from spark_jobs.frame_source import JSON, RAW, JournalTask
+from spark_jobs.decode.content import JSON, RAW, JournalTask
 from spark_jobs.journals_frame import frame_options
-from spark_jobs.range_plan import check_journals, cut_points, journal_bounds, plan_ranges
-from spark_jobs.range_read import ProducerState, RangeTask
-from spark_jobs.source_options import (
+from spark_jobs.source.options import (
     EARLIEST,
     LATEST,
     JournalOffsets,
     parse_offsets,
     read_options,
 )
+from spark_jobs.source.range_plan import check_journals, cut_points, journal_bounds, plan_ranges
+from spark_jobs.source.range_read import ProducerState, RangeTask
 
 J = "j/one"
 

@@ -8,11 +8,11 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from gazette_core.errors import ValidationError
 from gazette_core.message.reader import MessageDecodeError
-from spark_jobs.arrow_frames import output_schema
-from spark_jobs.bulk_range import decode, slow_block
-from spark_jobs.csv_blocks import csv_ends, decode_csv_block
-from spark_jobs.frame_source import CSV, JSON, JournalTask
-from spark_jobs.json_blocks import Block, decode_block, leading_uuids
+from spark_jobs.decode.arrow_frames import output_schema
+from spark_jobs.decode.bulk_range import decode, slow_block
+from spark_jobs.decode.content import CSV, JSON, JournalTask
+from spark_jobs.decode.csv_blocks import csv_ends, decode_csv_block
+from spark_jobs.decode.json_blocks import Block, decode_block, leading_uuids
 from tests.spark_jobs.frames_support import Written, message_round
 
 TYPED = StructType([StructField("offset", LongType()), StructField("uuid", StringType()),

@@ -10,9 +10,9 @@ import random
 import pyarrow as pa
 import pytest
 
-from spark_jobs.frame_source import JSON
-from spark_jobs.sink_columns import json_records
-from spark_jobs.sink_encode import encode_row, stamp
+from spark_jobs.decode.content import JSON
+from spark_jobs.sink.columns import json_records
+from spark_jobs.sink.encode import encode_row, stamp
 
 U = "00000000-0000-1000-8001-010203040506"
 

@@ -12,9 +12,9 @@ from gazette_core.errors import ValidationError
 from gazette_core.message.framing import CSVFraming, JSONFraming
 from gazette_core.message.interfaces import CSVRecord
 from gazette_core.message.uuid import Flags, build_uuid, get_parts
-from spark_jobs.frame_source import CSV, JSON
-from spark_jobs.sink_acks import commit_records, rollback_records
-from spark_jobs.sink_encode import encode_row, stamp
+from spark_jobs.decode.content import CSV, JSON
+from spark_jobs.sink.acks import commit_records, rollback_records
+from spark_jobs.sink.encode import encode_row, stamp
 from tests.spark_jobs.sink_support import Doc
 
 U = str(build_uuid(bytes.fromhex("0b0000000001"), 1000 << 4, Flags.CONTINUE_TXN))

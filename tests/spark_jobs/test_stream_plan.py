@@ -9,8 +9,14 @@ import pytest
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
-from spark_jobs.stream_offsets import Position, decode, encode, parse_starting, starting_offset
-from spark_jobs.stream_plan import (
+from spark_jobs.source.stream_offsets import (
+    Position,
+    decode,
+    encode,
+    parse_starting,
+    starting_offset,
+)
+from spark_jobs.source.stream_plan import (
     Journal,
     Loss,
     admit,

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from gazette_core.message.uuid import build_uuid, get_parts, new_producer_id
-from spark_jobs.uuid_columns import format_uuids, parse_uuids
+from spark_jobs.decode.uuid_columns import format_uuids, parse_uuids
 
 
 def test_parsed_columns_are_each_uuids_parts() -> None:

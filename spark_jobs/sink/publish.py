@@ -3,7 +3,7 @@
 Each task attempt draws a fresh producer ID and stamps every row CONTINUE_TXN
 with its clock, so none is visible to read-committed readers (or consumers)
 until an ACK_TXN of that producer commits them; only the driver writes those
-(sink_commit.py). Rows are routed, then a whole Arrow batch is encoded before
+(commit.py). Rows are routed, then a whole Arrow batch is encoded before
 any of it is published, and records are gathered per journal into appends of
 about `appendBytes`, never one RPC per row. The task returns a `Published`
 commit message listing, per journal, its producer and first and last clocks.
@@ -30,13 +30,13 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.message.mapping import Partitions, modulo_mapping
 from gazette_core.message.uuid import TICK, Clock, Flags, new_producer_id
-from spark_jobs.frame_source import JSON
-from spark_jobs.sink_acks import Span, rollback_records
-from spark_jobs.sink_columns import json_records
-from spark_jobs.sink_encode import encode_row, stamp
-from spark_jobs.sink_options import ROUTE_COLUMN
-from spark_jobs.sink_plan import COLUMN, PARTITIONS, SinkPlan, resolve_journal
-from spark_jobs.uuid_columns import format_uuids
+from spark_jobs.decode.content import JSON
+from spark_jobs.decode.uuid_columns import format_uuids
+from spark_jobs.sink.acks import Span, rollback_records
+from spark_jobs.sink.columns import json_records
+from spark_jobs.sink.encode import encode_row, stamp
+from spark_jobs.sink.options import ROUTE_COLUMN
+from spark_jobs.sink.plan import COLUMN, PARTITIONS, SinkPlan, resolve_journal
 
 log = logging.getLogger(__name__)
 FLUSH_ROWS = 1024  # Rows added to a journal's buffer between checks of its size.

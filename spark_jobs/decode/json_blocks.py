@@ -1,6 +1,6 @@
 """JSON-lines content in blocks of whole records, decoded by Arrow in one call per block.
 
-`blocks` cuts a range's content (frame_source.content) into blocks of about
+`blocks` cuts a range's content (content.content) into blocks of about
 BLOCK_BYTES ending at a newline. `decode_block` reads a block with Arrow's
 JSON reader, the message UUIDs with uuid_columns, and builds the output
 columns (arrow_frames) for every record of the block; which of them are
@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 from pyarrow import json as pajson
 
 from gazette_core.message.reader import MessageDecodeError
-from spark_jobs.arrow_frames import document_name
-from spark_jobs.frame_columns import META
-from spark_jobs.frame_source import JournalTask, content
-from spark_jobs.uuid_columns import UUIDColumns, parse_uuids
+from spark_jobs.decode.arrow_frames import document_name
+from spark_jobs.decode.columns import META
+from spark_jobs.decode.content import JournalTask, content
+from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids
 
 BLOCK_BYTES = 4 << 20
 NIL = "00000000-0000-0000-0000-000000000000"

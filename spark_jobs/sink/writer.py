@@ -1,9 +1,9 @@
 """`df.write.format("gazette")` and `df.writeStream.format("gazette")`: the exactly-once sink.
 
 Spark builds the writer on the driver (options and targets are checked
-there, sink_plan.py), pickles it to the executors, whose tasks publish
-their rows uncommitted (sink_publish.py), and calls `commit` or `abort` on
-the driver with the tasks' commit messages (sink_commit.py). Rows of failed
+there, plan.py), pickles it to the executors, whose tasks publish
+their rows uncommitted (publish.py), and calls `commit` or `abort` on
+the driver with the tasks' commit messages (commit.py). Rows of failed
 or speculative task attempts are never in those messages, so no ACK ever
 commits them.
 """
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 
 from gazette_core.errors import ValidationError
-from spark_jobs.sink_commit import commit, roll_back, spans_of
-from spark_jobs.sink_options import sink_options
-from spark_jobs.sink_plan import SinkPlan, plan_sink
-from spark_jobs.sink_publish import publish_task
+from spark_jobs.sink.commit import commit, roll_back, spans_of
+from spark_jobs.sink.options import sink_options
+from spark_jobs.sink.plan import SinkPlan, plan_sink
+from spark_jobs.sink.publish import publish_task
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

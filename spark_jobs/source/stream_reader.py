@@ -32,11 +32,11 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from gazette_core.errors import GazetteError, ValidationError
-from spark_jobs.batch_reader import RangePartition
-from spark_jobs.bulk_sequence import forget_idle
-from spark_jobs.range_read import RangeTask, read_range, scan_states
-from spark_jobs.stream_listing import list_stream, range_task
-from spark_jobs.stream_offsets import (
+from spark_jobs.decode.bulk_sequence import forget_idle
+from spark_jobs.source.batch_reader import RangePartition
+from spark_jobs.source.range_read import RangeTask, read_range, scan_states
+from spark_jobs.source.stream_listing import list_stream, range_task
+from spark_jobs.source.stream_offsets import (
     Position,
     Positions,
     decode,
@@ -44,7 +44,7 @@ from spark_jobs.stream_offsets import (
     parse_starting,
     starting_offset,
 )
-from spark_jobs.stream_plan import (
+from spark_jobs.source.stream_plan import (
     Journal,
     Loss,
     admit,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-    from spark_jobs.source_options import ReadOptions
+    from spark_jobs.source.options import ReadOptions
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from gazette_core.message.sequencer import CLOCK_PER_SECOND
 from gazette_core.message.uuid import Flags
-from spark_jobs.uuid_columns import UUIDColumns
+from spark_jobs.decode.uuid_columns import UUIDColumns
 
 ProducerState = tuple[str, int, int, int]  # as range_read.ProducerState
 HORIZON_CLOCK = 86400 * CLOCK_PER_SECOND  # a day, as consumers' checkpoints keep producers

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_jobs.arrow_frames import spark_columns
-from spark_jobs.frame_columns import row_schema
-from spark_jobs.journals_frame import plan_frame, shared_kind
-from spark_jobs.range_plan import plan_ranges, read_offsets
-from spark_jobs.range_read import RangeTask, read_range, scan_states
+from spark_jobs.decode.arrow_frames import spark_columns
+from spark_jobs.decode.columns import row_schema
 from spark_jobs.selection import list_selection
-from spark_jobs.source_options import ReadOptions
+from spark_jobs.source.frame_plan import plan_frame, shared_kind
+from spark_jobs.source.options import ReadOptions
+from spark_jobs.source.range_plan import plan_ranges, read_offsets
+from spark_jobs.source.range_read import RangeTask, read_range, scan_states
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

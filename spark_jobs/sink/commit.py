@@ -28,9 +28,9 @@ from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import AppendError
-from spark_jobs.sink_acks import Span, commit_records, rollback_records
-from spark_jobs.sink_options import SinkOptions, batch_guard
-from spark_jobs.sink_publish import Published
+from spark_jobs.sink.acks import Span, commit_records, rollback_records
+from spark_jobs.sink.options import SinkOptions, batch_guard
+from spark_jobs.sink.publish import Published
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub

@@ -26,7 +26,7 @@ from typing import Any
 from gazette_core.errors import ValidationError
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES
-from spark_jobs.frame_source import CSV, JSON
+from spark_jobs.decode.content import CSV, JSON
 
 
 def kind_of(content_type: str) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from gazette_core.message.interfaces import ZERO_UUID, Envelope, JSONRecord
 from gazette_core.message.uuid import get_producer_id
-from spark_jobs.frame_source import JournalTask, content
+from spark_jobs.decode.content import JournalTask, content
 
 Row = tuple[Any, ...]
 BATCH_BYTES = 1 << 20  # Raw rows are at most this long.

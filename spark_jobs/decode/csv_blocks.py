@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv as pacsv
 
-from spark_jobs.frame_columns import META
-from spark_jobs.json_blocks import Block, DecodedBlock, repeated, uuid_column
-from spark_jobs.uuid_columns import parse_uuids
+from spark_jobs.decode.columns import META
+from spark_jobs.decode.json_blocks import Block, DecodedBlock, repeated, uuid_column
+from spark_jobs.decode.uuid_columns import parse_uuids
 
 
 def csv_ends(data: bytes | bytearray) -> np.ndarray:

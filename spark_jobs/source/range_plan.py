@@ -1,6 +1,6 @@
 """How a batch read of the `gazette` data source cuts journals into Spark tasks (pure planning).
 
-Each journal's covering fragments (journals_frame.covering) are cut at
+Each journal's covering fragments (frame_plan.covering) are cut at
 fragment boundaries into ranges of about `splitBytes` each (0: one range per
 journal), between the offsets `startingOffsets` and `endingOffsets` resolve
 to. Fragment boundaries are append boundaries, so a range never starts inside
@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import ValidationError
-from spark_jobs.frame_source import RAW, JournalTask
-from spark_jobs.range_read import ProducerState, RangeTask
-from spark_jobs.source_options import EARLIEST, LATEST, JournalOffsets, parse_offsets
+from spark_jobs.decode.content import RAW, JournalTask
+from spark_jobs.source.options import EARLIEST, LATEST, JournalOffsets, parse_offsets
+from spark_jobs.source.range_read import ProducerState, RangeTask
 
 Scan = Callable[[RangeTask], tuple[ProducerState, ...]]
 
@@ -136,7 +136,7 @@ def seed_ranges(source: JournalTask, cuts: Sequence[tuple[int, int]], schema_jso
 def plan_ranges(sources: Sequence[JournalTask], *, starting: JournalOffsets,
                 ending: JournalOffsets, split_bytes: int, schema_json: str,
                 scan: Scan) -> list[RangeTask]:
-    """Every range task of the journals' sources (journals_frame.plan_frame's tasks)."""
+    """Every range task of the journals' sources (frame_plan.plan_frame's tasks)."""
     tasks: list[RangeTask] = []
     for source in sources:
         fragments = source.parsed()

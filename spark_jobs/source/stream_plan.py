@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spark_jobs.journals_frame import covering
-from spark_jobs.stream_offsets import Position
+from spark_jobs.source.frame_plan import covering
+from spark_jobs.source.stream_offsets import Position
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol import protocol_pb2 as pb

@@ -2,7 +2,7 @@
 
 Spark hands a data source its options as strings in a case-insensitive map.
 `read_options` turns those of a read (batch or streaming) into a
-`ReadOptions`; the sink's options are the writer's (sink_options.py). Any
+`ReadOptions`; the sink's options are the writer's (sink/options.py). Any
 option a mode does not know is refused with the list of those it does, so a
 typo (`startingOffset`) is one clear line rather than silently ignored.
 """

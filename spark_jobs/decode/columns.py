@@ -2,7 +2,7 @@
 
 Executors emit (journal, offset, uuid, producer, value) for JSON journals,
 (journal, offset, uuid, producer, fields) for CSV and (journal, offset, data)
-for raw ones (frame_rows.py). Here the value and fields become columns: JSON
+for raw ones (rows.py). Here the value and fields become columns: JSON
 documents through `from_json` with the schema given, or one inferred from
 every document (the rows are cached so the journals are read once); CSV
 fields by position, cast to the schema's types, or as `_c1`... strings.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gazette_core.errors import ValidationError
-from spark_jobs.frame_source import CSV, JSON
+from spark_jobs.decode.content import CSV, JSON
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

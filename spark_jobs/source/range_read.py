@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.client.channel import close_channels
-from spark_jobs import bulk_sequence
-from spark_jobs.arrow_frames import batch_of_rows, output_schema
-from spark_jobs.bulk_range import bulk_batches, bulk_states
-from spark_jobs.frame_rows import raw_rows
-from spark_jobs.frame_source import RAW, JournalTask
+from spark_jobs.decode import bulk_sequence
+from spark_jobs.decode.arrow_frames import batch_of_rows, output_schema
+from spark_jobs.decode.bulk_range import bulk_batches, bulk_states
+from spark_jobs.decode.content import RAW, JournalTask
+from spark_jobs.decode.rows import raw_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,7 +1,7 @@
 """The columns of the `gazette` data source, and Arrow record batches of them.
 
 Without a schema, message journals give what executors always made
-(frame_columns.row_schema): journal, offset, uuid, producer, then `value`
+(columns.row_schema): journal, offset, uuid, producer, then `value`
 (the JSON document's text) or `fields` (a CSV record's fields after its
 UUID). A schema given names the columns exactly: `journal`, `offset`, `uuid` and
 `producer` are the metadata (with their fixed types), `doc_journal` and the
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.errors import ValidationError
-from spark_jobs.frame_columns import META, row_schema
-from spark_jobs.frame_source import CSV, JSON
+from spark_jobs.decode.columns import META, row_schema
+from spark_jobs.decode.content import CSV, JSON
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,7 +31,7 @@ _ROW = re.compile(r"\brow (\d+)")
 
 def spark_columns(kind: str, schema: StructType | None) -> StructType:
     """The DataFrame's columns for journals of `kind`: the schema given, checked, or else
-    the undecoded row (frame_columns.row_schema)."""
+    the undecoded row (columns.row_schema)."""
     base = row_schema(kind)
     if schema is None:
         return base
@@ -63,7 +63,7 @@ def output_schema(kind: str, schema: StructType | None) -> pa.Schema:
 
 def batch_of_rows(kind: str, rows: Sequence[tuple[Any, ...]], schema: pa.Schema
                   ) -> pa.RecordBatch:
-    """A record batch of `schema` from executor rows (frame_rows.message_row / raw_rows)."""
+    """A record batch of `schema` from executor rows (rows.message_row / raw_rows)."""
     import pyarrow as pa
 
     base = row_schema(kind).names

@@ -7,7 +7,7 @@ becomes its JSON text, and the texts are joined into `{"uuid":"..","a":1}`
 lines. Anything else (a nested or temporal column, a string holding control
 characters other than newline, tab and carriage return, a NaN or an
 infinity) gives None, and the caller encodes the batch row by row
-(sink_encode.py), which also words any refusal.
+(encode.py), which also words any refusal.
 """
 
 from __future__ import annotations

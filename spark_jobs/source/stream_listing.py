@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol.labels_ext import parse_selector
-from spark_jobs.frame_source import RAW, JournalTask, is_persisted
-from spark_jobs.journals_frame import shared_kind
-from spark_jobs.range_read import RangeTask
+from spark_jobs.decode.content import RAW, JournalTask, is_persisted
 from spark_jobs.selection import NothingMatched, Selection, check_file_root, fetch_selection
-from spark_jobs.stream_plan import Journal
+from spark_jobs.source.frame_plan import shared_kind
+from spark_jobs.source.range_read import RangeTask
+from spark_jobs.source.stream_plan import Journal
 
 if TYPE_CHECKING:
-    from spark_jobs.source_options import ReadOptions
-    from spark_jobs.stream_offsets import Position
+    from spark_jobs.source.options import ReadOptions
+    from spark_jobs.source.stream_offsets import Position
 
 
 @dataclass

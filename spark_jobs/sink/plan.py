@@ -22,8 +22,8 @@ from gazette_core.broker.protocol.names_ext import validate_journal_name
 from gazette_core.broker.protocol.selector_ext import parse_selector
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.message.framing import content_type
-from spark_jobs.sink_encode import kind_of
-from spark_jobs.sink_options import ROUTE_COLUMN, SinkOptions
+from spark_jobs.sink.encode import kind_of
+from spark_jobs.sink.options import ROUTE_COLUMN, SinkOptions
 
 JOURNAL, COLUMN, PARTITIONS = "journal", "column", "partitions"
 

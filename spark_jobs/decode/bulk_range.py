@@ -24,12 +24,11 @@ from gazette_core.message.framing import JSON_LINES, framing_for
 from gazette_core.message.interfaces import CSVRecord, Envelope, JSONRecord
 from gazette_core.message.reader import MessageDecodeError
 from gazette_core.message.uuid import get_parts
-from spark_jobs.arrow_frames import batch_of_rows, output_schema
-from spark_jobs.bulk_sequence import BulkSequencer, Emitted, ProducerState, Replay
-from spark_jobs.csv_blocks import csv_ends, decode_csv_block
-from spark_jobs.frame_rows import message_row
-from spark_jobs.frame_source import JSON, JournalTask
-from spark_jobs.json_blocks import (
+from spark_jobs.decode.arrow_frames import batch_of_rows, output_schema
+from spark_jobs.decode.bulk_sequence import BulkSequencer, Emitted, ProducerState, Replay
+from spark_jobs.decode.content import JSON, JournalTask
+from spark_jobs.decode.csv_blocks import csv_ends, decode_csv_block
+from spark_jobs.decode.json_blocks import (
     Block,
     DecodedBlock,
     blocks,
@@ -37,7 +36,8 @@ from spark_jobs.json_blocks import (
     leading_uuids,
     line_ends,
 )
-from spark_jobs.uuid_columns import UUIDColumns
+from spark_jobs.decode.rows import message_row
+from spark_jobs.decode.uuid_columns import UUIDColumns
 
 BATCH_ROWS = 65536
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gazette_core.errors import ValidationError
-from spark_jobs.range_read import ProducerState
+from spark_jobs.source.range_read import ProducerState
 
 EARLIEST = -2
 LATEST = -1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gazette_core.message.uuid import Flags, build_uuid
-from spark_jobs.sink_encode import ack_record
+from spark_jobs.sink.encode import ack_record
 
 Span = tuple[str, str, int, int, str]
 

@@ -6,7 +6,7 @@ DataFrame (each row to the journal it names), or option `partitions` (a
 label selector) with `keyColumn` (each row to the partition its key maps to,
 as publishers map messages). A streaming write also needs `sinkId`: the
 stable name under which its commits are recorded in the target journals'
-registers (sink_commit.py). Unknown options are refused, as for reads.
+registers (commit.py). Unknown options are refused, as for reads.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gazette_core.broker.client.channel import ClientConfig, default_address
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labelset_ext import label_set, validate_label_set
 from gazette_core.errors import ValidationError
-from spark_jobs.source_options import (
+from spark_jobs.source.options import (
     CLIENT_OPTIONS,
     check_known,
     client_config,
