@@ -29,9 +29,9 @@ from gazette_core.local.stack import Stack
 from spark_jobs.datasource import register
 from spark_jobs.session import get_session
 from tests.gazctl.support import journals, with_broker
-from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401 (a fixture)
+from tests.spark_jobs.cluster_support import Cluster, cluster  # noqa: F401 (a fixture)
 from tests.spark_jobs.frames_support import fragments, spark_stack
-from tests.spark_jobs.stream_support import (
+from tests.spark_jobs.source.stream_support import (
     Row,
     append_to,
     apply,
@@ -44,7 +44,7 @@ from tests.spark_jobs.stream_support import (
 )
 
 JOB = Path(__file__).with_name("stream_job.py")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.frame_export import spark_failure
-from tests.spark_jobs.sink_support import (
+from tests.spark_jobs.sink.sink_support import (
     JSON_TYPE,
     committed,
     records,
@@ -32,7 +32,7 @@ from tests.spark_jobs.sink_support import (
 )
 
 P = "sink-stream"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def job(address: str, source: Path, checkpoint: Path, journal: str,
         log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.spark_jobs.sink_stream_job", address, str(source),
+            [sys.executable, "-m", "tests.spark_jobs.sink.sink_stream_job", address, str(source),
              str(checkpoint), journal, "killed"],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -17,8 +17,8 @@ import pytest
 
 from gazette_core.message.mapping import fnv1a32
 from spark_jobs.frame_export import spark_failure
-from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401  (fixture)
-from tests.spark_jobs.sink_support import (
+from tests.spark_jobs.cluster_support import Cluster, cluster  # noqa: F401  (fixture)
+from tests.spark_jobs.sink.sink_support import (
     CSV_TYPE,
     JSON_TYPE,
     committed,
@@ -99,7 +99,7 @@ def _gated(spark: Any, rows: int, partitions: int, gate_path: str, mode: str) ->
     def number(n: int) -> tuple[int, str]:
         from pyspark import TaskContext
 
-        from tests.spark_jobs.sink_support import gate
+        from tests.spark_jobs.sink.sink_support import gate
 
         context = TaskContext.get()
         assert context is not None

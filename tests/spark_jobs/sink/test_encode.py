@@ -15,7 +15,7 @@ from gazette_core.message.uuid import Flags, build_uuid, get_parts
 from spark_jobs.decode.content import CSV, JSON
 from spark_jobs.sink.acks import commit_records, rollback_records
 from spark_jobs.sink.encode import encode_row, stamp
-from tests.spark_jobs.sink_support import Doc
+from tests.spark_jobs.sink.sink_support import Doc
 
 U = str(build_uuid(bytes.fromhex("0b0000000001"), 1000 << 4, Flags.CONTINUE_TXN))
 ROW = {"n": 3, "ok": True, "x": 0.5, "text": 'a, "b"\nc', "none": None,

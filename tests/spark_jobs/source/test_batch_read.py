@@ -18,8 +18,9 @@ from gazette_core.message.framing import PROTOBUF_FIXED
 from spark_jobs.job_errors import SparkJobFailed, failure_line
 from spark_jobs.journals_frame import read_journals
 from tests.gazctl.support import ok
-from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401 (a fixture)
-from tests.spark_jobs.batch_support import (
+from tests.spark_jobs.cluster_support import Cluster, cluster  # noqa: F401 (a fixture)
+from tests.spark_jobs.frames_support import fragments, s3_session, s3_stack
+from tests.spark_jobs.source.batch_support import (
     COMMITTED,
     SCENARIO,
     append_scenario,
@@ -29,7 +30,6 @@ from tests.spark_jobs.batch_support import (
     uuid_of,
     wait_for,
 )
-from tests.spark_jobs.frames_support import fragments, s3_session, s3_stack
 
 P = "batch"
 JSON_J, CSV_J, RAW_J, PREFIX_J = f"{P}/json", f"{P}/csv", f"{P}/raw", f"{P}/json-prefix"

@@ -1,6 +1,6 @@
 """A streaming query the sink tests run (and kill) as a process of its own.
 
-Usage: python -m tests.spark_jobs.sink_stream_job BROKER INPUT CHECKPOINT JOURNAL SINK_ID
+Usage: python -m tests.spark_jobs.sink.sink_stream_job BROKER INPUT CHECKPOINT JOURNAL SINK_ID
 
 It streams the JSON files of INPUT to JOURNAL through the gazette sink, one
 file per micro-batch, and keeps polling for more until it is killed. The
