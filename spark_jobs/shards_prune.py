@@ -79,15 +79,14 @@ class ShardsPruneSummary(DeleteTally):
         out = self.fields(SUMMARY_FIELDS)
         out["skipped"] = [{"log": k, "reason": v} for k, v in sorted(self.skipped.items())]
         out["aborted"] = [{"log": k, "reason": v} for k, v in sorted(self.aborted.items())]
-        out["errors"] = list(self.errors)
         return out
 
 
 SUMMARY_FIELDS = (
     "shards", "logs", "logs_skipped", "logs_aborted", "fragments", "fragments_pruned",
     "fragments_kept", "already_gone", "permission_denied", "failed", "bytes_total",
-    "bytes_pruned", "bytes_kept", "bytes_already_gone", "dry_run", "skipped", "aborted",
-    "errors")
+    "bytes_pruned", "bytes_kept", "bytes_already_gone", "dry_run", "errors", "skipped",
+    "aborted")
 
 
 # --- driver: hints and log specs ---------------------------------------------------------
