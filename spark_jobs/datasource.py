@@ -4,9 +4,9 @@
 `df.write.format("gazette")` and `df.writeStream.format("gazette")` all start
 here; `register(spark)` makes the format known to a session (`get_session`
 does it). This class only checks options and hands out the mode's reader or
-writer: batch reads plan in batch_reader.py, streaming reads in
-stream_reader.py, writes in sink_writer.py; every task's rows come from
-range_read.py (reads) as Arrow record batches.
+writer: batch reads plan in source/batch_reader.py, streaming reads in
+source/stream_reader.py, writes in sink/writer.py; every task's rows come from
+source/range_read.py (reads) as Arrow record batches.
 
 Spark runs these methods in Python workers of its own (on the driver for
 planning, on executors for tasks), so everything here must pickle and may
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
-from spark_jobs.source_options import read_options
+from spark_jobs.source.options import read_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,28 +43,28 @@ class GazetteDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The columns when the caller gives no schema: those of the journals' framing."""
-        from spark_jobs.batch_reader import default_schema
+        from spark_jobs.source.batch_reader import default_schema
 
         # Spark asks before it says which read this is: either kind's options pass.
         return default_schema(read_options(self.options, streaming=None))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from spark_jobs.batch_reader import BatchReader
+        from spark_jobs.source.batch_reader import BatchReader
 
         return BatchReader(read_options(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from spark_jobs.stream_reader import StreamReader
+        from spark_jobs.source.stream_reader import StreamReader
 
         return StreamReader(read_options(self.options, streaming=True), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from spark_jobs.sink_writer import BatchWriter
+        from spark_jobs.sink.writer import BatchWriter
 
         return BatchWriter(dict(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from spark_jobs.sink_writer import StreamWriter
+        from spark_jobs.sink.writer import StreamWriter
 
         return StreamWriter(dict(self.options), schema, overwrite)
 

@@ -25,16 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gazette_core.errors import GazetteError
-from spark_jobs.job_errors import failure_line
-from spark_jobs.journals_frame import (
-    FramePlan,
-    frame_options,
-    list_selection,
-    load_frame,
-    plan_frame,
-)
-from spark_jobs.prune import FILE_ROOT_ENV, error_exit
+from spark_jobs.job_errors import error_exit, failure_line
+from spark_jobs.journals_frame import frame_options, load_frame
+from spark_jobs.selection import FILE_ROOT_ENV, list_selection
 from spark_jobs.session import DEFAULT_MASTER, SparkMasterUnreachable, get_session
+from spark_jobs.source.frame_plan import FramePlan, plan_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

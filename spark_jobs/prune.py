@@ -38,73 +38,31 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
-from gazette_core.broker.client.channel import close_channels, journal_stub
-from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
+from gazette_core.broker.client.journals import DEFAULT_TIMEOUT
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.durations_ext import to_nanos
-from gazette_core.broker.protocol.labels_ext import parse_selector
-from gazette_core.broker.protocol.suspend_ext import suspend_level
-from gazette_core.broker.stores.base import StoreNotFoundError, StorePermissionError
-from gazette_core.broker.stores.registry import get_store
-from gazette_core.errors import GazetteError, StatusError, ValidationError
+from gazette_core.errors import GazetteError
+from spark_jobs.fragment_deletes import DeleteTally, Outcome, delete_fragment
+from spark_jobs.job_errors import error_exit
+from spark_jobs.selection import (
+    FILE_ONLY_ENV,
+    FILE_ROOT_ENV,
+    TRUE,
+    Selection,
+    check_file_root,
+    list_selection,
+    uses_file_root,
+)
 from spark_jobs.session import DEFAULT_MASTER, get_session
 
-if TYPE_CHECKING:
-    from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
-
-FILE_ROOT_ENV = "BROKER_FILE_ROOT"  # the brokers' own variable for --broker.file-root
-FILE_ONLY_ENV = "BROKER_FILE_ONLY"
 NANOS = 1_000_000_000
-TRUE = ("1", "true", "yes", "on")
 # Deletes in flight at once within one executor partition.
 PARTITION_CONCURRENCY = 8
 
-# Outcomes of one delete, as executors report them.
-PRUNED = "pruned"
-GONE = "gone"
-DENIED = "permission_denied"
-FAILED = "failed"
-Outcome = tuple[str, str, int, str]
-"""(outcome, journal, content bytes, message)"""
-
 clock: Callable[[], float] = time.time
 """The wall clock a run without an explicit `now` judges retention by."""
-
-
-class NothingMatched(GazetteError):
-    """The selector matched no journal."""
-
-
-class FileRootUnknown(ValidationError):
-    """Fragments to delete live in `file://` stores, but no file root was given."""
-
-    def __init__(self, fragment: pb.Fragment) -> None:
-        super().__init__("--file-root", (
-            f"journal {fragment.journal} keeps fragments in {fragment.backing_store} but the "
-            f"brokers' file root is unknown; pass their --broker.file-root as --file-root "
-            f"or ${FILE_ROOT_ENV}"))
-
-
-class ListingProgress(Protocol):
-    """Told how many journals will be listed, then of each one listed (gazctl draws a bar)."""
-
-    def start(self, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-
-@dataclass
-class Selection:
-    """What the driver listed: each examined journal with its fragments, and suspended ones."""
-
-    journals: list[tuple[pb.JournalSpec, list[pb.Fragment]]] = field(default_factory=list)
-    suspended: list[str] = field(default_factory=list)
-    # Created so recently that no broker serves them yet (only with `skip_unassigned`).
-    unassigned: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -118,99 +76,24 @@ class Plan:
 
 
 @dataclass
-class PruneSummary:
+class PruneSummary(DeleteTally):
     """Counters of one prune run; `as_dict` is the JSON shape gazctl prints."""
 
     journals: int = 0
     journals_skipped: int = 0
-    fragments: int = 0
     fragments_unpersisted: int = 0
-    fragments_pruned: int = 0
-    already_gone: int = 0
-    fragments_kept: int = 0
-    permission_denied: int = 0
-    failed: int = 0
-    bytes_total: int = 0
-    bytes_pruned: int = 0
-    bytes_already_gone: int = 0
-    bytes_kept: int = 0
-    dry_run: bool = False
     skipped_journals: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
     # For stderr only (not in the JSON): e.g. that no delete found anything.
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "journals": self.journals,
-            "journals_skipped": self.journals_skipped,
-            "fragments": self.fragments,
-            "fragments_unpersisted": self.fragments_unpersisted,
-            "fragments_pruned": self.fragments_pruned,
-            "already_gone": self.already_gone,
-            "fragments_kept": self.fragments_kept,
-            "permission_denied": self.permission_denied,
-            "failed": self.failed,
-            "bytes_total": self.bytes_total,
-            "bytes_pruned": self.bytes_pruned,
-            "bytes_already_gone": self.bytes_already_gone,
-            "bytes_kept": self.bytes_kept,
-            "dry_run": self.dry_run,
-            "skipped_journals": list(self.skipped_journals),
-            "errors": list(self.errors),
-        }
+        return self.fields(SUMMARY_FIELDS)
 
 
-# What a broker answers for a journal the allocator has not yet assigned.
-UNASSIGNED = frozenset({pb.INSUFFICIENT_JOURNAL_BROKERS, pb.NO_JOURNAL_PRIMARY_BROKER})
-
-
-def is_suspended(spec: pb.JournalSpec) -> bool:
-    return suspend_level(spec) != pb.JournalSpec.Suspend.NONE
-
-
-async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,
-                          timeout: float = DEFAULT_TIMEOUT,
-                          progress: ListingProgress | None = None,
-                          skip_unassigned: bool = False) -> Selection:
-    """The journals `selector` matches with all their fragments; suspended ones set aside.
-
-    `progress`, if given, learns how many journals are listed and each one as it is done.
-    With `skip_unassigned`, a journal no broker serves yet (just created, not yet
-    assigned) is set aside in `unassigned` instead of failing the listing.
-    """
-    listed = await list_journals(stub, selector, timeout=timeout)
-    if not listed.journals:
-        raise NothingMatched(f"no journals match {text!r}")
-    out = Selection()
-    active = []
-    for j in listed.journals:
-        if is_suspended(j.spec):
-            out.suspended.append(j.spec.name)
-        else:
-            active.append(j.spec)
-    if progress is not None:
-        progress.start(len(active))
-
-    async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment] | None:
-        try:
-            fragments = await list_fragments(stub, pb.FragmentsRequest(journal=spec.name),
-                                             timeout=timeout)
-        except StatusError as e:
-            if skip_unassigned and e.status in UNASSIGNED:
-                return None
-            raise
-        if progress is not None:
-            progress.advance()  # Journals are listed in parallel: count each as it finishes.
-        return fragments
-
-    pages = await asyncio.gather(*(list_one(spec) for spec in active))
-    for spec, fragments in zip(active, pages, strict=True):
-        if fragments is None:
-            out.unassigned.append(spec.name)
-        else:
-            out.journals.append((spec, [f.spec for f in fragments]))
-    return out
+SUMMARY_FIELDS = (
+    "journals", "journals_skipped", "fragments", "fragments_unpersisted", "fragments_pruned",
+    "already_gone", "fragments_kept", "permission_denied", "failed", "bytes_total",
+    "bytes_pruned", "bytes_already_gone", "bytes_kept", "dry_run", "skipped_journals", "errors")
 
 
 def retention_nanos(spec: pb.JournalSpec) -> int:
@@ -240,24 +123,6 @@ def plan_prune(journals: Iterable[tuple[pb.JournalSpec, Sequence[pb.Fragment]]],
     return plan
 
 
-def uses_file_root(store: str, file_only: bool) -> bool:
-    """Whether fragments of `store` live under the file root (`file://`, or any in file-only)."""
-    return file_only or urlsplit(store).scheme == "file"
-
-
-def check_file_root(expired: Iterable[pb.Fragment], file_root: str | None,
-                    file_only: bool) -> None:
-    """Refuse to go on when a fragment to delete needs a file root that is missing or wrong."""
-    needing = next((f for f in expired if uses_file_root(f.backing_store, file_only)), None)
-    if needing is None:
-        return
-    if not file_root:
-        raise FileRootUnknown(needing)
-    if not Path(file_root).is_dir():
-        raise ValidationError("--file-root", f"{file_root!r} is not a directory (it must be "
-                                             "the brokers' --broker.file-root)")
-
-
 def delete_partition(file_root: str, items: Iterable[bytes], file_only: bool = False
                      ) -> Iterator[Outcome]:
     """Delete one partition's fragments (serialized `Fragment`s); one outcome per fragment.
@@ -280,23 +145,6 @@ async def _delete_all(fragments: list[pb.Fragment], file_root: str, file_only: b
             return await delete_fragment(f, file_root, file_only)
 
     return await asyncio.gather(*(one(f) for f in fragments))
-
-
-async def delete_fragment(f: pb.Fragment, file_root: str, file_only: bool = False) -> Outcome:
-    """Delete one fragment from its backing store and say how that went."""
-    size = f.end - f.begin
-    if not file_root and uses_file_root(f.backing_store, file_only):
-        # A relative root would resolve against the executor's working directory.
-        return FAILED, f.journal, size, f"{f.backing_store}: no file root to resolve it under"
-    try:
-        await get_store(f.backing_store, file_root, file_only).delete(f)
-    except StorePermissionError as exc:
-        return DENIED, f.journal, size, str(exc)
-    except StoreNotFoundError:
-        return GONE, f.journal, size, ""
-    except Exception as exc:
-        return FAILED, f.journal, size, str(exc)
-    return PRUNED, f.journal, size, ""
 
 
 def delete_on_spark(expired: Sequence[pb.Fragment], master: str, file_root: str,
@@ -323,21 +171,8 @@ def summarize(selection: Selection, plan: Plan, outcomes: Sequence[Outcome],
         s.fragments_pruned = len(plan.expired)
         s.bytes_pruned = sum(f.end - f.begin for f in plan.expired)
     for outcome, _, size, message in outcomes:
-        if outcome == PRUNED:
-            s.fragments_pruned += 1
-            s.bytes_pruned += size
-        elif outcome == GONE:
-            s.already_gone += 1
-            s.bytes_already_gone += size
-        elif outcome == DENIED:
-            s.permission_denied += 1
-        else:
-            s.failed += 1
-        if message:
-            s.errors.append(message)
-    s.errors.sort()
-    s.fragments_kept = s.fragments - s.fragments_pruned - s.already_gone
-    s.bytes_kept = s.bytes_total - s.bytes_pruned - s.bytes_already_gone
+        s.count(outcome, size, message)
+    s.settle()
     return s
 
 
@@ -380,25 +215,9 @@ def run_prune(address: str, selector: str, *, now: float | None = None, dry_run:
               master: str = DEFAULT_MASTER, file_root: str | None = None,
               file_only: bool = False, timeout: float = DEFAULT_TIMEOUT) -> PruneSummary:
     """List through the broker at `address`, then prune; the whole job in one call."""
-    if not selector.strip():
-        raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
-    sel = parse_selector(selector)
-
-    async def fetch() -> Selection:
-        try:
-            return await fetch_selection(journal_stub(address), sel, selector, timeout)
-        finally:
-            await close_channels()
-
-    selection = asyncio.run(fetch())
+    selection = list_selection(address, selector, timeout)
     return prune_selection(selection, now=now, dry_run=dry_run, master=master,
                            file_root=file_root, file_only=file_only)
-
-
-def error_exit(exc: GazetteError) -> int:
-    """A job main()'s exit code for `exc`, said on stderr: 3 when nothing matched, else 1."""
-    print(f"error: {exc}", file=sys.stderr)
-    return 3 if isinstance(exc, NothingMatched) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,58 +45,48 @@ from gazette_core.consumer.protocol import consumer_pb2 as cpb
 from gazette_core.consumer.protocol.shard_spec_ext import recovery_log
 from gazette_core.consumer.recoverylog import recorded_op_pb2 as rpb
 from gazette_core.errors import GazetteError, ValidationError
-from spark_jobs.prune import (
-    DENIED,
+from spark_jobs.fragment_deletes import WOULD_PRUNE, DeleteTally, delete_fragment
+from spark_jobs.job_errors import error_exit
+from spark_jobs.selection import (
     FILE_ONLY_ENV,
     FILE_ROOT_ENV,
-    GONE,
-    PRUNED,
     TRUE,
     NothingMatched,
-    delete_fragment,
-    error_exit,
     is_suspended,
     uses_file_root,
 )
 from spark_jobs.session import DEFAULT_MASTER, get_session
 from spark_jobs.shards_prune_plan import LogPlan, ShardHints, plan_log, plan_segments
 
-WOULD_PRUNE = "would_prune"
 # Deletes in flight at once for one log (as Go's shards prune).
 LOG_CONCURRENCY = 32
 Record = dict[str, Any]
 
 
 @dataclass
-class ShardsPruneSummary:
+class ShardsPruneSummary(DeleteTally):
     """Counters of one run; `as_dict` is its JSON shape, `audits` one record per deletion."""
 
     shards: int = 0
     logs: int = 0
     logs_skipped: int = 0
     logs_aborted: int = 0
-    fragments: int = 0
-    fragments_pruned: int = 0
-    fragments_kept: int = 0
-    already_gone: int = 0
-    permission_denied: int = 0
-    failed: int = 0
-    bytes_total: int = 0
-    bytes_pruned: int = 0
-    bytes_kept: int = 0
-    bytes_already_gone: int = 0
-    dry_run: bool = False
     skipped: dict[str, str] = field(default_factory=dict)
     aborted: dict[str, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
     audits: list[Record] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in vars(self).items() if k not in ("skipped", "aborted", "audits")}
+        out = self.fields(SUMMARY_FIELDS)
         out["skipped"] = [{"log": k, "reason": v} for k, v in sorted(self.skipped.items())]
         out["aborted"] = [{"log": k, "reason": v} for k, v in sorted(self.aborted.items())]
-        out["errors"] = list(self.errors)
         return out
+
+
+SUMMARY_FIELDS = (
+    "shards", "logs", "logs_skipped", "logs_aborted", "fragments", "fragments_pruned",
+    "fragments_kept", "already_gone", "permission_denied", "failed", "bytes_total",
+    "bytes_pruned", "bytes_kept", "bytes_already_gone", "dry_run", "errors", "skipped",
+    "aborted")
 
 
 # --- driver: hints and log specs ---------------------------------------------------------
@@ -288,24 +278,10 @@ def summarize(gathered: Gathered, records: Sequence[Record], dry_run: bool
                 s.aborted[r["log"]] = r["aborted"]
             continue
         s.audits.append(r)
-        outcome, size = r["outcome"], r["bytes"]
-        if outcome in (PRUNED, WOULD_PRUNE):
-            s.fragments_pruned += 1
-            s.bytes_pruned += size
-        elif outcome == GONE:
-            s.already_gone += 1
-            s.bytes_already_gone += size
-        elif outcome == DENIED:
-            s.permission_denied += 1
-        else:
-            s.failed += 1
-        if r["message"]:
-            s.errors.append(r["message"])
+        s.count(r["outcome"], r["bytes"], r["message"])
     s.logs_aborted = len(s.aborted)
-    s.errors.sort()
+    s.settle()
     s.audits.sort(key=lambda a: (a["log"], a["begin"]))
-    s.fragments_kept = s.fragments - s.fragments_pruned - s.already_gone
-    s.bytes_kept = s.bytes_total - s.bytes_pruned - s.bytes_already_gone
     return s
 
 

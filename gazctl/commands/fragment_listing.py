@@ -7,7 +7,7 @@ from gazctl.commands.selection import NoMatchError
 from gazctl.config import run
 from gazctl.render import journal_progress
 from gazette_core.broker.protocol import protocol_pb2 as pb
-from spark_jobs.prune import NothingMatched, Selection, fetch_selection
+from spark_jobs.selection import NothingMatched, Selection, fetch_selection
 
 
 def list_selection(broker: str | None, sel: pb.LabelSelector, selector: str,

@@ -23,10 +23,11 @@ from gazctl.options import BrokerAddress, RequiredSelector, SparkMaster, Timeout
 from gazctl.render import activity
 from gazctl.timeflags import since_to_unix
 from gazctl.usage import UsageError
+from spark_jobs.decode.content import RAW
 from spark_jobs.frame_export import ExportSummary, export_plan
-from spark_jobs.frame_source import RAW
-from spark_jobs.journals_frame import frame_options, plan_frame
+from spark_jobs.journals_frame import frame_options
 from spark_jobs.session import DEFAULT_MASTER
+from spark_jobs.source.frame_plan import plan_frame
 
 
 class FileFormat(enum.StrEnum):

@@ -23,7 +23,7 @@ from gazctl.file_root import FileOnly, FileRoot, resolve_file_root
 from gazctl.options import BrokerAddress, DryRun, OutputFormat, SparkMaster, Timeout
 from gazctl.render import activity, humanize_bytes, stderr
 from gazette_core.errors import GazetteError
-from spark_jobs.prune import NothingMatched
+from spark_jobs.selection import NothingMatched
 from spark_jobs.session import DEFAULT_MASTER
 from spark_jobs.shards_prune import Gathered, ShardsPruneSummary, gather, prune_gathered
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from gazette_core.local.stack import Stack
 from gazette_core.testing.etcd import free_port
 from spark_jobs.session import stop_session
 from tests.gazctl.support import cli, gazctl, isolated_env, ok, wait_primaries, with_broker
+from tests.spark_jobs.cluster_support import Cluster, cluster  # noqa: F401 (a fixture)
 from tests.spark_jobs.test_prune_plan import undeletable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -228,71 +226,8 @@ def test_unreachable_broker_fails_fast(state_home: Path) -> None:
         "(start one with `gazctl local up`, set --broker.address, or raise --timeout)")
 
 
-@dataclass
-class Cluster:
-    master: str
-    spark_home: Path
-
-
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
-
-
-def _alive_workers(ui_port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as resp:
-            state = json.load(resp)
-    except OSError:
-        return 0
-    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A standalone Spark master and one worker, started from pyspark's own spark-class."""
-    home = _spark_home()
-    work = tmp_path_factory.mktemp("spark")
-    port, ui, worker_ui = free_port(), free_port(), free_port()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-           "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work),
-           "PYSPARK_PYTHON": sys.executable}
-    spark_class = str(home / "bin" / "spark-class")
-    master = f"spark://127.0.0.1:{port}"
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        with open(work / "master.log", "wb") as log:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                 "--port", str(port), "--webui-port", str(ui)],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        with open(work / "worker.log", "wb") as log:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", master,
-                 "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
-                 "--webui-port", str(worker_ui), "--work-dir", str(work / "worker")],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        deadline = time.monotonic() + 60
-        while _alive_workers(ui) < 1:
-            for proc, name in zip(procs, ("master", "worker"), strict=True):
-                assert proc.poll() is None, (work / f"{name}.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, (work / "worker.log").read_text()[-3000:]
-            time.sleep(0.2)
-        yield Cluster(master, home)
-    finally:
-        stop_session()  # The driver leaves the cluster before the cluster goes.
-        for proc in reversed(procs):
-            os.killpg(proc.pid, signal.SIGTERM)
-        for proc in reversed(procs):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def test_prune_runs_on_a_standalone_cluster(address: str, stack: Stack, cluster: Cluster) -> None:
+def test_prune_runs_on_a_standalone_cluster(
+        address: str, stack: Stack, cluster: Cluster) -> None:  # noqa: F811
     p = "prune-cluster"
     populate(address, p, [child(p, "hourly", "1h"), child(p, "daily", "24h")],
              ["hourly", "daily"])
@@ -306,7 +241,7 @@ def test_prune_runs_on_a_standalone_cluster(address: str, stack: Stack, cluster:
     assert files(stack, f"{p}/daily") == PERSISTED
 
 
-def test_the_job_runs_through_spark_submit(address: str, stack: Stack, cluster: Cluster,
+def test_the_job_runs_through_spark_submit(address: str, stack: Stack, cluster: Cluster,  # noqa: F811
                                            two_hours_later: float) -> None:
     p = "prune-submit"
     populate(address, p, [child(p, "hourly", "1h")], ["hourly"])

@@ -11,7 +11,6 @@ from gazctl.render import humanize_bytes
 from gazette_core.broker.protocol.fragment_ext import content_path
 from gazette_core.testing.consumer import ConsumerHarness, consumer_harness
 from tests.gazctl.support import ok
-from tests.gazctl.test_journals_prune import Cluster, cluster  # noqa: F401  (fixture)
 from tests.gazctl.test_shards_prune_recover import (
     LOG_A,
     LOG_B,
@@ -28,6 +27,7 @@ from tests.gazctl.test_shards_prune_recover import (
     persisted,
     prunable_history,
 )
+from tests.spark_jobs.cluster_support import Cluster, cluster  # noqa: F401  (fixture)
 from tests.spark_jobs.test_prune_plan import undeletable
 
 

@@ -18,8 +18,10 @@ import pytest
 from gazette_core.local.stack import Stack
 from gazette_core.testing.etcd import free_port
 from spark_jobs import frame_export
-from spark_jobs.journals_frame import list_selection, plan_frame, read_journals
-from spark_jobs.range_read import journal_rows as task_rows
+from spark_jobs.journals_frame import read_journals
+from spark_jobs.selection import list_selection
+from spark_jobs.source.frame_plan import plan_frame
+from spark_jobs.source.range_read import journal_rows as task_rows
 from tests.gazctl.support import ok, one_error_line, run_main
 from tests.spark_jobs.frames_support import (
     JOURNALS,

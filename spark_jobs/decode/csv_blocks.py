@@ -1,0 +1,102 @@
+"""CSV content (RFC 4180 rows, the UUID first) decoded by Arrow's CSV reader a block at a time.
+
+The counterpart of json_blocks.py for `text/csv` journals. A record ends at a
+newline outside double quotes: with every quote toggling, as the framing's
+own splitter reads them, that is a newline preceded by an even number of
+quotes. Without a schema the fields after the UUID are the `fields` column;
+with one, the document columns are those fields in order, cast from their
+text ("" is null but for strings) and null past the end of a short row.
+A block Arrow cannot take whole (rows of different widths, a blank line, a
+field that does not cast) gives None: the caller decodes it row by row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import csv as pacsv
+
+from spark_jobs.decode.columns import META
+from spark_jobs.decode.json_blocks import Block, DecodedBlock, repeated, uuid_column
+from spark_jobs.decode.uuid_columns import parse_uuids
+
+
+def csv_ends(data: bytes | bytearray) -> np.ndarray:
+    """Where CSV records end: after each newline with an even count of quotes before it."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    quotes = np.flatnonzero(raw == 34)
+    newlines = np.flatnonzero(raw == 10)
+    return newlines[np.searchsorted(quotes, newlines) % 2 == 0] + 1
+
+
+def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
+    """Every row of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
+    bounds = block.bounds(csv_ends)
+    n = len(bounds) - 1
+    table = _read(block.data, bounds)
+    if table is None or table.num_rows != n:
+        return None
+    raw_uuid = table.column(0).combine_chunks()
+    ids = parse_uuids(raw_uuid)
+    if ids is None or pc.any(pc.equal(raw_uuid, "")).as_py():
+        return None  # The framing refuses a row without a UUID: let it say so.
+    uuid = uuid_column(raw_uuid)
+    after = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
+    columns = {"journal": repeated(journal, n),
+               "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
+               "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36)}
+    docs = [f for f in schema if f.name not in META]
+    if [f.name for f in docs] == ["fields"]:
+        columns["fields"] = _lists(after, n).cast(schema.field("fields").type)
+    else:
+        for i, f in enumerate(docs):
+            text = after[i] if i < len(after) else pa.nulls(n, pa.string())
+            try:
+                columns[f.name] = _typed(text, f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+    batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def _read(data: bytes, bounds: np.ndarray) -> pa.Table | None:
+    """The block's rows, every field a string, if they all have the first row's width."""
+    first = data[int(bounds[0]):int(bounds[1])].decode(errors="replace")
+    width = len(next(csv.reader(io.StringIO(first, newline="")), []))
+    if width == 0:
+        return None
+    names = [f"c{i}" for i in range(width)]
+    try:
+        return pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=len(data) + 1,
+                                           use_threads=False),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False,
+                quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _lists(after: list[pa.Array], n: int) -> pa.Array:
+    """Row by row, the fields after the UUID as a list."""
+    width = len(after)
+    if width == 0:
+        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
+                                        pa.array([], type=pa.string()))
+    flat = pa.concat_arrays(after)
+    order = (np.arange(n)[:, None] + np.arange(width)[None, :] * n).reshape(-1)
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width)
+    return pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)))
+
+
+def _typed(text: pa.Array, kind: pa.DataType) -> pa.Array:
+    if pa.types.is_string(kind):
+        return text
+    empty = pc.equal(text, "")
+    return pc.if_else(empty, pa.scalar(None, pa.string()), text).cast(kind)

@@ -1,0 +1,175 @@
+"""JSON-lines content in blocks of whole records, decoded by Arrow in one call per block.
+
+`blocks` cuts a range's content (content.content) into blocks of about
+BLOCK_BYTES ending at a newline. `decode_block` reads a block with Arrow's
+JSON reader, the message UUIDs with uuid_columns, and builds the output
+columns (arrow_frames) for every record of the block; which of them are
+committed is bulk_sequence's to say. A block Arrow cannot take whole (a blank
+line, a document that does not fit the schema, a UUID spelt another way)
+gives None, and the caller decodes it message by message, which names the
+offending record.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import json as pajson
+
+from gazette_core.message.reader import MessageDecodeError
+from spark_jobs.decode.arrow_frames import document_name
+from spark_jobs.decode.columns import META
+from spark_jobs.decode.content import JournalTask, content
+from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids
+
+BLOCK_BYTES = 4 << 20
+NIL = "00000000-0000-0000-0000-000000000000"
+_LEADING = b'{"uuid":"'
+_PREFIX = np.frombuffer(_LEADING, dtype=np.uint8)
+_PREFIX_AT = np.arange(len(_LEADING))
+_UUID_AT = np.arange(36)
+
+
+def line_ends(data: bytes | bytearray) -> np.ndarray:
+    """Where JSON records end: after each newline."""
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """Whole records of one journal: `data` starts at journal offset `base`. `ends`, where
+    the records end within `data`, is kept from cutting the block (None: not known yet)."""
+
+    base: int
+    data: bytes
+    ends: np.ndarray | None = None
+
+    def bounds(self, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
+               ) -> np.ndarray:
+        """Where the records start within `data`, and its length."""
+        found = self.ends if self.ends is not None else ends(self.data)
+        return np.concatenate(([0], found)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class DecodedBlock:
+    offsets: np.ndarray  # int64: each record's first byte in the journal
+    ids: UUIDColumns
+    batch: pa.RecordBatch  # every record, in the output schema
+
+
+async def blocks(task: JournalTask, begin: int, end: int | None,
+                 ends: Callable[[bytes | bytearray], np.ndarray] = line_ends,
+                 block_bytes: int = BLOCK_BYTES) -> AsyncIterator[Block]:
+    """The records of [begin, end) in blocks; a gap (pruned content) starts a new block.
+
+    `ends(data)` gives the offsets within `data` just past each record it completes.
+    """
+    pending, base = bytearray(), -1
+    async for offset, chunk in content(task, begin, end):
+        if offset != base + len(pending):
+            if pending:
+                found = ends(pending)
+                if len(found):
+                    yield Block(base, bytes(pending[:found[-1]]), found)
+            # A partial record before the gap is lost.
+            pending, base = bytearray(), offset
+        pending += chunk
+        if len(pending) >= block_bytes:
+            found = ends(pending)
+            if len(found):
+                cut = int(found[-1])
+                yield Block(base, bytes(pending[:cut]), found)
+                del pending[:cut]
+                base += cut
+    found = ends(pending)
+    cut = int(found[-1]) if len(found) else 0
+    if cut:
+        yield Block(base, bytes(pending[:cut]), found)
+    if len(pending) > cut:
+        raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
+                                 f"{len(pending) - cut}-byte partial record")
+
+
+def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
+                  ) -> tuple[np.ndarray, UUIDColumns] | None:
+    """The records' offsets and UUIDs when every record starts `{"uuid":"<36 chars>"` (as
+    publishers write them), read at those places without parsing the documents; else None.
+
+    For scans of producer states only: the documents are parsed (and checked) by the
+    tasks that read them.
+    """
+    bounds = block.bounds(ends)
+    starts = bounds[:-1]
+    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 38):
+        return None
+    raw = np.frombuffer(block.data, dtype=np.uint8)
+    if np.any(raw[starts[:, None] + _PREFIX_AT] != _PREFIX) or np.any(
+            raw[starts + len(_LEADING) + 36] != ord('"')):
+        return None
+    text = raw[starts[:, None] + len(_LEADING) + _UUID_AT].tobytes()
+    column = pa.StringArray.from_buffers(
+        len(starts), pa.py_buffer(np.arange(len(starts) + 1, dtype=np.int32) * 36),
+        pa.py_buffer(text))
+    ids = parse_uuids(column)
+    return None if ids is None else (block.base + starts, ids)
+
+
+def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
+    """Every record of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
+    bounds = block.bounds()
+    n = len(bounds) - 1
+    docs = [f for f in schema if f.name not in META and f.name not in ("value", "fields")]
+    read = pa.schema([pa.field("uuid", pa.string()),
+                      *(f.with_name(document_name(f.name)) for f in docs)])
+    try:
+        table = pajson.read_json(
+            io.BytesIO(block.data),
+            read_options=pajson.ReadOptions(block_size=len(block.data) + 1, use_threads=False),
+            parse_options=pajson.ParseOptions(explicit_schema=read,
+                                              unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != n:
+        return None
+    raw_uuid = table.column("uuid").combine_chunks()
+    ids = parse_uuids(raw_uuid)
+    if ids is None:
+        return None
+    uuid = uuid_column(raw_uuid)
+    columns = {
+        "journal": repeated(journal, n),
+        "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
+        "uuid": uuid,
+        "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
+        "value": _lines(block.data, bounds),
+    }
+    for f in docs:
+        columns[f.name] = table.column(document_name(f.name)).combine_chunks()
+    batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def uuid_column(raw: pa.Array) -> pa.Array:
+    """The UUID column of UUID texts: lower case, null for none ("" or the nil UUID)."""
+    lowered = pc.utf8_lower(raw)
+    none = pc.or_(pc.equal(lowered, ""), pc.equal(lowered, NIL))
+    return pc.if_else(none, pa.scalar(None, pa.string()), lowered)
+
+
+def repeated(text: str, n: int) -> pa.Array:
+    raw = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
+
+
+def _lines(data: bytes, bounds: np.ndarray) -> pa.Array:
+    """Each record's text without its line ending."""
+    lines = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds.astype(np.int32)),
+                                        pa.py_buffer(data))
+    return pc.utf8_rtrim(lines, characters="\r\n")

@@ -1,0 +1,10 @@
+"""The `gazette` data source's writes: rows published to journals, committed exactly once.
+
+Above source/ (whose client options it shares) and decode/ (framing kinds,
+UUID columns), below the top-level face (datasource.py) that hands out its
+writer. In a write's order: `options` checks the write's options, `plan`
+resolves the target journals on the driver, `encode` and `columns` make
+records of rows, `publish` appends them uncommitted on executors, `acks`
+words the ACKs, `commit` commits or rolls back on the driver, and `writer`
+is the batch and streaming writer Spark drives.
+"""
