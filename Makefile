@@ -100,7 +100,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: install lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 
 demo: install
 	$(PY) -m gazette_core.local.demo
