@@ -479,19 +479,19 @@ def compare_message(
     desc.CopyToProto(proto)
     ours_reserved = {n for r in proto.reserved_range for n in range(r.start, r.end)}
     for number in sorted(spec.reserved - ours_reserved):
-        problems.append(f"{spec.name}: number {number} is reserved in the spec but not in ours")
+        problems.append(f"{spec.name}: number {number} is reserved in the table but not in ours")
     for number in sorted(spec.unused):
         if number in desc.fields_by_number:
             name = desc.fields_by_number[number].name
             problems.append(
-                f"{spec.name}: number {number} is unused in the spec but ours declares "
+                f"{spec.name}: number {number} is unused in the table but ours declares "
                 f"{spec.name}.{name}"
             )
     listed = {f.name for f in spec.fields}
     for fd in desc.fields:
         if fd.name not in listed:
             problems.append(
-                f"{spec.name}.{fd.name}: field not in the spec (ours: {fd.number} {describe(fd)})"
+                f"{spec.name}.{fd.name}: field not in the table (ours: {fd.number} {describe(fd)})"
             )
     return problems
 
@@ -515,7 +515,8 @@ def _compare_fields(
             continue
         if fd.number != sf.number:
             problems.append(
-                f"{label}: number mismatch: spec says {sf.number}, ours is {fd.number} ({sf.where})"
+                f"{label}: number mismatch: table says {sf.number}, ours is {fd.number} "
+                f"({sf.where})"
             )
         if spec_type is not None:
             problem = _type_problem(spec_type, fd, desc.full_name, types)
@@ -523,7 +524,7 @@ def _compare_fields(
                 problems.append(f"{label}: spec type {spec_type} names no known type ({sf.where})")
             elif problem:
                 problems.append(
-                    f"{label}: type mismatch: spec says {spec_type}, ours is {describe(fd)} "
+                    f"{label}: type mismatch: table says {spec_type}, ours is {describe(fd)} "
                     f"({sf.where})"
                 )
         nested = _message_of(fd)
@@ -545,12 +546,12 @@ def compare_enum(spec: SpecEnum, desc: EnumDescriptor | None) -> list[str]:
             problems.append(f"{spec.name}.{name}: enum value missing (spec: {number})")
         elif ours.number != number:
             problems.append(
-                f"{spec.name}.{name}: number mismatch: spec says {number}, ours is {ours.number}"
+                f"{spec.name}.{name}: number mismatch: table says {number}, ours is {ours.number}"
             )
     for value in desc.values:
         if value.name not in spec.values:
             problems.append(
-                f"{spec.name}.{value.name}: enum value not in the spec (ours: {value.number})"
+                f"{spec.name}.{value.name}: enum value not in the table (ours: {value.number})"
             )
     return problems
 

@@ -81,7 +81,7 @@ def test_spec_describes_every_type_we_declare(
 ) -> None:
     messages, enums = _load(enum_section, message_section)
     described = set(messages) | set(enums)
-    # Nested messages the spec lists inside a field's type, e.g. Create{`path`=1}.
+    # Nested messages the table lists inside a field's type, e.g. Create{`path`=1}.
     for message in messages.values():
         ours = file.pool.FindMessageTypeByName(f"{file.package}.{message.name}")
         for sf in message.fields:
@@ -262,8 +262,8 @@ def test_missing_message_and_enum_are_reported() -> None:
 def test_number_mismatch_is_reported() -> None:
     problems = _compare("**Label**: 1 `name` string; 3 `value` string; 2 `prefix` bool.\n")
     assert problems == [
-        "Label.value: number mismatch: spec says 3, ours is 2 (doc.md:5)",
-        "Label.prefix: number mismatch: spec says 2, ours is 3 (doc.md:5)",
+        "Label.value: number mismatch: table says 3, ours is 2 (doc.md:5)",
+        "Label.prefix: number mismatch: table says 2, ours is 3 (doc.md:5)",
     ]
 
 
@@ -277,25 +277,25 @@ def test_type_mismatch_is_reported() -> None:
         "| Header | 3 | `etcd` | Etcd |\n"
     )
     assert problems == [
-        "Label.name: type mismatch: spec says bytes, ours is string (doc.md:7)",
-        "Label.value: field not in the spec (ours: 2 string)",
-        "Label.prefix: field not in the spec (ours: 3 bool)",
-        "LabelSet.labels: type mismatch: spec says Label, ours is repeated protocol.Label "
+        "Label.name: type mismatch: table says bytes, ours is string (doc.md:7)",
+        "Label.value: field not in the table (ours: 2 string)",
+        "Label.prefix: field not in the table (ours: 3 bool)",
+        "LabelSet.labels: type mismatch: table says Label, ours is repeated protocol.Label "
         "(doc.md:8)",
-        "Fragment.sum: type mismatch: spec says JournalSpec.Fragment, ours is protocol.SHA1Sum "
+        "Fragment.sum: type mismatch: table says JournalSpec.Fragment, ours is protocol.SHA1Sum "
         "(doc.md:9)",
-        "Fragment.journal: field not in the spec (ours: 1 string)",
-        "Fragment.begin: field not in the spec (ours: 2 int64)",
-        "Fragment.end: field not in the spec (ours: 3 int64)",
-        "Fragment.compression_codec: field not in the spec (ours: 5 protocol.CompressionCodec)",
-        "Fragment.backing_store: field not in the spec (ours: 6 string)",
-        "Fragment.mod_time: field not in the spec (ours: 7 int64)",
-        "Fragment.path_postfix: field not in the spec (ours: 8 string)",
-        "Route.primary: type mismatch: spec says Status, ours is int32 (doc.md:10)",
-        "Route.members: field not in the spec (ours: 1 repeated protocol.ProcessSpec.ID)",
-        "Route.endpoints: field not in the spec (ours: 3 repeated string)",
-        "Header.process_id: field not in the spec (ours: 1 protocol.ProcessSpec.ID)",
-        "Header.route: field not in the spec (ours: 2 protocol.Route)",
+        "Fragment.journal: field not in the table (ours: 1 string)",
+        "Fragment.begin: field not in the table (ours: 2 int64)",
+        "Fragment.end: field not in the table (ours: 3 int64)",
+        "Fragment.compression_codec: field not in the table (ours: 5 protocol.CompressionCodec)",
+        "Fragment.backing_store: field not in the table (ours: 6 string)",
+        "Fragment.mod_time: field not in the table (ours: 7 int64)",
+        "Fragment.path_postfix: field not in the table (ours: 8 string)",
+        "Route.primary: type mismatch: table says Status, ours is int32 (doc.md:10)",
+        "Route.members: field not in the table (ours: 1 repeated protocol.ProcessSpec.ID)",
+        "Route.endpoints: field not in the table (ours: 3 repeated string)",
+        "Header.process_id: field not in the table (ours: 1 protocol.ProcessSpec.ID)",
+        "Header.route: field not in the table (ours: 2 protocol.Route)",
     ]
 
 
@@ -304,8 +304,8 @@ def test_conventional_status_and_header_types_are_checked() -> None:
     assert problems == [
         "SHA1Sum.status: field missing (spec: 1 Status, doc.md:5)",
         "SHA1Sum.header: field missing (spec: 2 Header, doc.md:5)",
-        "SHA1Sum.part1: field not in the spec (ours: 1 fixed64)",
-        "SHA1Sum.part2: field not in the spec (ours: 2 fixed64)",
+        "SHA1Sum.part1: field not in the table (ours: 1 fixed64)",
+        "SHA1Sum.part2: field not in the table (ours: 2 fixed64)",
     ]
 
 
@@ -318,9 +318,9 @@ def test_map_and_nested_types_are_compared() -> None:
     )
     problems = compare_section(consumer_pb2.DESCRIPTOR, parse_messages(doc, "9.1", "c.md"), {})
     assert problems == [
-        "Checkpoint.sources: type mismatch: spec says map<string, int64>, ours is "
+        "Checkpoint.sources: type mismatch: table says map<string, int64>, ours is "
         "map<string, consumer.Checkpoint.Source> (c.md:5)",
-        "StatRequest.extension: type mismatch: spec says string, ours is bytes (c.md:7)",
+        "StatRequest.extension: type mismatch: table says string, ours is bytes (c.md:7)",
     ]
 
 
@@ -332,8 +332,8 @@ def test_nested_fields_in_a_type_are_compared() -> None:
     )
     problems = compare_section(recorded_op_pb2.DESCRIPTOR, parse_messages(doc, "9.1", "r.md"), {})
     assert problems[:2] == [
-        "Link.fnode: type mismatch: spec says string, ours is int64 (r.md:7)",
-        "Link.path: number mismatch: spec says 3, ours is 2 (r.md:7)",
+        "Link.fnode: type mismatch: table says string, ours is int64 (r.md:7)",
+        "Link.path: number mismatch: table says 3, ours is 2 (r.md:7)",
     ]
 
 
@@ -347,10 +347,10 @@ def test_enum_mismatches_are_reported() -> None:
         "**CompressionCodec**: INVALID=0, NONE=1, GZIP=3, ZSTANDARD=2, SNAPPY=4, BROTLI=6.\n"
     )
     assert problems == [
-        "CompressionCodec.GZIP: number mismatch: spec says 3, ours is 2",
-        "CompressionCodec.ZSTANDARD: number mismatch: spec says 2, ours is 3",
+        "CompressionCodec.GZIP: number mismatch: table says 3, ours is 2",
+        "CompressionCodec.ZSTANDARD: number mismatch: table says 2, ours is 3",
         "CompressionCodec.BROTLI: enum value missing (spec: 6)",
-        "CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION: enum value not in the spec (ours: 5)",
+        "CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION: enum value not in the table (ours: 5)",
     ]
 
 
@@ -362,9 +362,9 @@ def test_reserved_and_unused_numbers_are_checked() -> None:
         "| 1 | `status` | Status | |\n| 2 | — | — | unused |\n"
     )
     assert problems == [
-        "ListResponse: number 5 is reserved in the spec but not in ours",
-        "ApplyResponse: number 2 is unused in the spec but ours declares ApplyResponse.header",
-        "ApplyResponse.header: field not in the spec (ours: 2 protocol.Header)",
+        "ListResponse: number 5 is reserved in the table but not in ours",
+        "ApplyResponse: number 2 is unused in the table but ours declares ApplyResponse.header",
+        "ApplyResponse.header: field not in the table (ours: 2 protocol.Header)",
     ]
 
 

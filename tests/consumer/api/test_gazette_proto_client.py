@@ -3,7 +3,8 @@
 Two clients: the raw ShardStub generated from `consumer.proto` (package
 `consumer`, Gazette's field numbers), and one that knows nothing of our
 modules, writing and reading protobuf wire bytes by the field numbers of the
-spec's tables, as a client generated from Gazette's own protos would.
+tables in docs/design/protocol.md, as a client generated from Gazette's own
+protos would.
 """
 
 from __future__ import annotations
