@@ -19,7 +19,7 @@ import grpc
 from gazette_core.consumer.api.apply import serve_apply
 from gazette_core.consumer.api.authz import SERVICE, SHARD_CAPABILITIES
 from gazette_core.consumer.api.hints import serve_get_hints, serve_unassign
-from gazette_core.consumer.api.host import ShardHost, ShardResolution
+from gazette_core.consumer.api.host import ShardHost
 from gazette_core.consumer.api.list import serve_list
 from gazette_core.consumer.api.stat import serve_stat
 from gazette_core.consumer.protocol import consumer_pb2 as cpb
@@ -31,8 +31,7 @@ Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 STAT, LIST, APPLY = f"{SERVICE}/Stat", f"{SERVICE}/List", f"{SERVICE}/Apply"
 GETHINTS, UNASSIGN = f"{SERVICE}/GetHints", f"{SERVICE}/Unassign"
 
-__all__ = ["SHARD_CAPABILITIES", "ShardHost", "ShardResolution", "ShardServicer",
-           "add_shard_servicer"]
+__all__ = ["SHARD_CAPABILITIES", "ShardHost", "ShardServicer", "add_shard_servicer"]
 
 
 def _caller_auth(context: Context) -> list[tuple[str, str]]:
