@@ -19,7 +19,15 @@ from gazette_core.errors import GazetteError
 from spark_jobs.selection import NothingMatched
 
 T = TypeVar("T")
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Unknown|Fault|Matched): ")
+# An exception line as Python prints it: a class name with its module's (or a builtin
+# exception's), then ": " and the message.
+_EXCEPTION_LINE = re.compile(
+    r"^(?:(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Za-z_]\w*(?:Error|Exception|Warning)): ")
+# Spark's prefix before a message it wraps: `[ERROR_CLASS] Failed to ...: `.
+_SPARK_PREFIX = re.compile(r"^\[[A-Z][A-Z0-9_.]*\] .*?: ")
+# A JVM error of a failed job: the task's own failure follows the executor's name.
+_LOST_TASK = re.compile(r"most recent failure: Lost task .*?\): (.+)")
+_SQLSTATE = re.compile(r"(?:\s*SQLSTATE: \w+)+\s*$")
 
 
 class SparkJobFailed(GazetteError):
@@ -27,18 +35,35 @@ class SparkJobFailed(GazetteError):
 
 
 def failure_line(exc: BaseException) -> str:
-    """The Python exception line of the last traceback in `exc`, else its first line."""
+    """The one line worth showing of a failed Spark call.
+
+    In order: the first Python exception line in the text (after a traceback,
+    or after Spark's `[ERROR_CLASS] ...: ` prefixes when tracebacks are
+    hidden), a failed task's JVM error, the JVM exception the Py4J call
+    raised, else the first line. Spark's `SQLSTATE` suffixes are dropped.
+    """
     lines = str(exc).splitlines()
-    after_traceback = False
-    found = ""
+    line = (_python_line(lines) or _jvm_line(str(exc), lines)
+            or next((text.strip() for text in lines if text.strip()), type(exc).__name__))
+    return _SQLSTATE.sub("", line)
+
+
+def _python_line(lines: list[str]) -> str:
     for line in lines:
-        if "Traceback (most recent call last)" in line:
-            after_traceback = True
-        elif after_traceback and line and not line[0].isspace() and _EXCEPTION_LINE.match(line):
-            found = found or line.strip()
-    if found:
-        return found
-    return next((line.strip() for line in lines if line.strip()), type(exc).__name__)
+        if not line or line[0].isspace():
+            continue  # A traceback's frames, or a JVM stack.
+        while prefix := _SPARK_PREFIX.match(line):
+            line = line[prefix.end():]
+        if _EXCEPTION_LINE.match(line) and not line.startswith("org.apache.spark."):
+            return line.strip()
+    return ""
+
+
+def _jvm_line(text: str, lines: list[str]) -> str:
+    if lost := _LOST_TASK.search(text):
+        return lost.group(1).strip()
+    # Py4J's text: "An error occurred while calling o1.x.", then ": <the JVM exception>".
+    return next((line[2:].strip() for line in lines if line.startswith(": ")), "")
 
 
 def spark_call(call: Callable[[], T]) -> T:
