@@ -6,8 +6,10 @@ selector matches, each with all its fragments, suspended journals set aside
 (`fetch_selection`, or `list_selection` in one call). Where their fragments
 live is checked here too: `file://` stores (every store, with `file_only`)
 resolve under the brokers' file root, which must then be known
-(`check_file_root`). The modules that read, write or prune build on this one;
-it imports none of them.
+(`check_file_root`). Messages name the selector and the file root in the
+caller's words (`Words`): gazctl's flags, or the `gazette` source's options.
+The modules that read, write or prune build on this one; it imports none of
+them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,18 @@ FILE_ONLY_ENV = "BROKER_FILE_ONLY"
 TRUE = ("1", "true", "yes", "on")
 
 
+@dataclass(frozen=True)
+class Words:
+    """How the caller names the selector and the file root, for messages."""
+
+    selector: str
+    file_root: str
+
+
+GAZCTL = Words(selector="--selector", file_root="--file-root")
+SPARK = Words(selector="option selector", file_root="option fileRoot")
+
+
 class NothingMatched(GazetteError):
     """The selector matched no journal."""
 
@@ -42,11 +56,11 @@ class NothingMatched(GazetteError):
 class FileRootUnknown(ValidationError):
     """Fragments to delete live in `file://` stores, but no file root was given."""
 
-    def __init__(self, fragment: pb.Fragment) -> None:
-        super().__init__("--file-root", (
+    def __init__(self, fragment: pb.Fragment, words: Words = GAZCTL) -> None:
+        super().__init__(words.file_root, (
             f"journal {fragment.journal} keeps fragments in {fragment.backing_store} but the "
-            f"brokers' file root is unknown; pass their --broker.file-root as --file-root "
-            f"or ${FILE_ROOT_ENV}"))
+            f"brokers' file root is unknown; pass their --broker.file-root as "
+            f"{words.file_root.removeprefix('option ')} or ${FILE_ROOT_ENV}"))
 
 
 class ListingProgress(Protocol):
@@ -141,13 +155,13 @@ def uses_file_root(store: str, file_only: bool) -> bool:
 
 
 def check_file_root(expired: Iterable[pb.Fragment], file_root: str | None,
-                    file_only: bool) -> None:
+                    file_only: bool, words: Words = GAZCTL) -> None:
     """Refuse to go on when a fragment to delete needs a file root that is missing or wrong."""
     needing = next((f for f in expired if uses_file_root(f.backing_store, file_only)), None)
     if needing is None:
         return
     if not file_root:
-        raise FileRootUnknown(needing)
+        raise FileRootUnknown(needing, words)
     if not Path(file_root).is_dir():
-        raise ValidationError("--file-root", f"{file_root!r} is not a directory (it must be "
-                                             "the brokers' --broker.file-root)")
+        raise ValidationError(words.file_root, f"{file_root!r} is not a directory (it must "
+                                               "be the brokers' --broker.file-root)")

@@ -16,7 +16,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_jobs.decode.arrow_frames import spark_columns
 from spark_jobs.decode.columns import row_schema
-from spark_jobs.selection import list_selection
+from spark_jobs.selection import SPARK, list_selection
 from spark_jobs.source.frame_plan import plan_frame, shared_kind
 from spark_jobs.source.options import ReadOptions
 from spark_jobs.source.range_plan import plan_ranges, read_offsets
@@ -41,7 +41,7 @@ def default_schema(options: ReadOptions) -> StructType:
     """The columns of the selected journals' framing, when no schema is given."""
     selection = list_selection(options.broker, options.selector, options.timeout,
                                options.client)
-    return row_schema(shared_kind([spec for spec, _ in selection.journals]))
+    return row_schema(shared_kind([spec for spec, _ in selection.journals], SPARK))
 
 
 class BatchReader(DataSourceReader):
@@ -55,7 +55,7 @@ class BatchReader(DataSourceReader):
         selection = list_selection(o.broker, o.selector, o.timeout, o.client)
         plan = plan_frame(selection, broker=o.broker, since=o.since, unpersisted=o.unpersisted,
                           file_root=o.file_root, file_only=o.file_only, client=o.client,
-                          ring_size=o.ring_size)
+                          ring_size=o.ring_size, words=SPARK)
         # A schema that does not fit the journals is refused before any task runs.
         spark_columns(plan.kind, self.schema)
         starting, ending = read_offsets(

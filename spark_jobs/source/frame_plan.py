@@ -20,7 +20,7 @@ from gazette_core.errors import ValidationError
 from gazette_core.message.framing import CSV as CSV_TYPE
 from gazette_core.message.framing import JSON_LINES, PROTOBUF_FIXED, content_type
 from spark_jobs.decode.content import CSV, JSON, RAW, JournalTask, is_persisted
-from spark_jobs.selection import Selection, check_file_root
+from spark_jobs.selection import GAZCTL, Selection, Words, check_file_root
 
 
 @dataclass
@@ -34,7 +34,7 @@ class FramePlan:
     bytes_total: int = 0  # content bytes the tasks cover
 
 
-def journal_kind(spec: pb.JournalSpec) -> str:
+def journal_kind(spec: pb.JournalSpec, words: Words = GAZCTL) -> str:
     """How a journal's content becomes rows: JSON, CSV or RAW (its bytes)."""
     kind = content_type(spec).split(";", 1)[0].strip().lower()
     if kind == JSON_LINES:
@@ -42,18 +42,18 @@ def journal_kind(spec: pb.JournalSpec) -> str:
     if kind == CSV_TYPE:
         return CSV
     if kind == PROTOBUF_FIXED:
-        raise ValidationError("--selector", f"journal {spec.name} holds protobuf messages, "
-                                            "which cannot be read as a table without their type")
+        raise ValidationError(words.selector, f"journal {spec.name} holds protobuf messages, "
+                              "which cannot be read as a table without their type")
     return RAW
 
 
-def shared_kind(specs: list[pb.JournalSpec]) -> str:
+def shared_kind(specs: list[pb.JournalSpec], words: Words = GAZCTL) -> str:
     """The one kind of every journal; a selection mixing framings is refused."""
-    kinds = {spec.name: journal_kind(spec) for spec in specs}
+    kinds = {spec.name: journal_kind(spec, words) for spec in specs}
     distinct = sorted(set(kinds.values()))
     if len(distinct) > 1:
         examples = [next(n for n, k in sorted(kinds.items()) if k == kind) for kind in distinct]
-        raise ValidationError("--selector", "the journals do not share one framing: " + ", ".join(
+        raise ValidationError(words.selector, "the journals do not share one framing: " + ", ".join(
             f"{name} is {kind}" for name, kind in zip(examples, distinct, strict=True))
             + "; select journals of one content-type")
     return distinct[0] if distinct else RAW
@@ -78,19 +78,20 @@ def covering(fragments: list[pb.Fragment], since: int, unpersisted: bool) -> lis
 
 def plan_frame(selection: Selection, *, broker: str, since: int = 0, unpersisted: bool = True,
                file_root: str | None = None, file_only: bool = False,
-               client: ClientConfig | None = None, ring_size: int = 8192) -> FramePlan:
+               client: ClientConfig | None = None, ring_size: int = 8192,
+               words: Words = GAZCTL) -> FramePlan:
     """One task per selected journal with content to read (pure: no I/O).
 
     `client` is the TLS and authorization executors read unpersisted content
-    from `broker` with.
+    from `broker` with; `words` name the selector and file root in messages.
     """
-    plan = FramePlan(kind=shared_kind([spec for spec, _ in selection.journals]),
+    plan = FramePlan(kind=shared_kind([spec for spec, _ in selection.journals], words),
                      suspended=list(selection.suspended))
     for spec, fragments in sorted(selection.journals, key=lambda j: j[0].name):
         chosen = covering(list(fragments), since, unpersisted)
         plan.unpersisted_skipped += sum(1 for f in fragments if not is_persisted(f)
                                         and not unpersisted)
-        check_file_root([f for f in chosen if is_persisted(f)], file_root, file_only)
+        check_file_root([f for f in chosen if is_persisted(f)], file_root, file_only, words)
         if not chosen:
             continue
         plan.bytes_total += sum(f.end - f.begin for f in chosen)

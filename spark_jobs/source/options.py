@@ -1,16 +1,19 @@
 """The options of the `gazette` data source, checked once, in Spark's style (`splitBytes`).
 
-Spark hands a data source its options as strings in a case-insensitive map.
-`read_options` turns those of a read (batch or streaming) into a
-`ReadOptions`; the sink's options are the writer's (sink/options.py). Any
-option a mode does not know is refused with the list of those it does, so a
-typo (`startingOffset`) is one clear line rather than silently ignored.
+Spark hands a data source its options as strings in a case-insensitive map,
+their names lower-cased. `read_options` turns those of a read (batch or
+streaming) into a `ReadOptions`; the sink's options are the writer's
+(sink/options.py). Messages name options as the docs spell them
+(`startingOffsets`, whatever case the caller used): any option a mode does
+not know is refused naming the closest known one (option_names.py), so a typo
+(`startingOffset`) is one clear line rather than silently ignored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,6 +22,7 @@ from gazette_core.errors import ValidationError
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
 from spark_jobs.selection import FILE_ONLY_ENV, FILE_ROOT_ENV, TRUE
+from spark_jobs.source import option_names
 
 DEFAULT_SPLIT_BYTES = 64 << 20
 DEFAULT_RING_SIZE = 8192
@@ -31,9 +35,13 @@ CLIENT_OPTIONS = ("broker", "tlsCertFile", "tlsKeyFile", "tlsCaFile", "authToken
 # Where executors find fragments: shared by batch and streaming reads.
 STORE_OPTIONS = ("fileRoot", "fileOnly")
 BATCH_READ_OPTIONS = ("selector", "since", "unpersisted", "splitBytes", "startingOffsets",
-                      "endingOffsets", "ringSize", "timeout", "path")
+                      "endingOffsets", "failOnDataLoss", "ringSize", "timeout", "path")
 STREAM_READ_OPTIONS = ("selector", "splitBytes", "startingOffsets", "maxBytesPerTrigger",
                        "failOnDataLoss", "ringSize", "timeout", "path")
+
+# What each kind of read takes, in the order messages list them.
+READ_MODES = {"batch read": BATCH_READ_OPTIONS + CLIENT_OPTIONS + STORE_OPTIONS,
+              "streaming read": STREAM_READ_OPTIONS + CLIENT_OPTIONS + STORE_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -57,12 +65,8 @@ class ReadOptions:
 
 
 def check_known(options: Mapping[str, str], known: tuple[str, ...], what: str) -> None:
-    """Refuse any option not in `known` (compared without case, as Spark does)."""
-    lowered = {name.lower() for name in known}
-    for name in options:
-        if name.lower() not in lowered:
-            raise ValidationError(f"option {name}", f"unknown option of a {what}; "
-                                  f"known: {', '.join(known)}")
+    """Refuse any option not in `known` (compared without case), naming the closest."""
+    option_names.check_known(options, {what: known}, what)
 
 
 def option(options: Mapping[str, str], name: str) -> str | None:
@@ -159,14 +163,9 @@ def read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadO
     `streaming=None` (the schema, asked before Spark says which read it is)
     takes the options of either kind of read.
     """
-    known = (STREAM_READ_OPTIONS if streaming else BATCH_READ_OPTIONS if streaming is False
-             else tuple(dict.fromkeys(BATCH_READ_OPTIONS + STREAM_READ_OPTIONS)))
-    check_known(options, known + CLIENT_OPTIONS + STORE_OPTIONS,
-                "streaming read" if streaming else "read")
-    selector = (option(options, "selector") or option(options, "path") or "").strip()
-    if not selector:
-        raise ValidationError("option selector", "a label selector is required, e.g. "
-                              ".option(\"selector\", \"topic=clicks\")")
+    option_names.check_known(options, READ_MODES, None if streaming is None
+                             else "streaming read" if streaming else "batch read")
+    selector = selector_of(options)
     file_only_default = os.environ.get(FILE_ONLY_ENV, "").lower() in TRUE
     starting = (option(options, "startingOffsets") or "earliest").strip()
     ending = (option(options, "endingOffsets") or "latest").strip()
@@ -183,8 +182,39 @@ def read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadO
         split_bytes=parse_int(options, "splitBytes", DEFAULT_SPLIT_BYTES),
         starting_offsets=starting,
         ending_offsets=ending,
-        max_bytes_per_trigger=parse_int(options, "maxBytesPerTrigger", 0),
+        max_bytes_per_trigger=max_bytes(options),
         fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
         ring_size=parse_int(options, "ringSize", DEFAULT_RING_SIZE, minimum=1),
         timeout=parse_float(options, "timeout", 30.0),
     )
+
+
+# Selector syntax: a `load()` path with none of it is a journal's name (as Kafka's topic).
+_SELECTOR_SYNTAX = re.compile(r"[=!(),\s]")
+
+
+def selector_of(options: Mapping[str, str]) -> str:
+    """The `selector` option, else the `load()` path: a selector, or a journal's name."""
+    selector = (option(options, "selector") or "").strip()
+    if selector:
+        return selector
+    path = (option(options, "path") or "").strip()
+    if path and not _SELECTOR_SYNTAX.search(path):
+        return f"name={path}"
+    if not path:
+        raise ValidationError("option selector", "a label selector or journal name is "
+                              "required, e.g. .option(\"selector\", \"topic=clicks\") or "
+                              ".load(\"acme/clicks\")")
+    return path
+
+
+def max_bytes(options: Mapping[str, str]) -> int:
+    """maxBytesPerTrigger: a positive limit when given (0: none given, no limit)."""
+    given = option(options, "maxBytesPerTrigger")
+    if given is None:
+        return 0
+    try:
+        return parse_int(options, "maxBytesPerTrigger", 0, minimum=1)
+    except ValidationError:
+        raise ValidationError("option maxBytesPerTrigger", f"{given!r} is not a positive whole "
+                              "number of bytes; leave the option out for no limit") from None

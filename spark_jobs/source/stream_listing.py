@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol.labels_ext import parse_selector
 from spark_jobs.decode.content import RAW, JournalTask, is_persisted
-from spark_jobs.selection import NothingMatched, Selection, check_file_root, fetch_selection
+from spark_jobs.selection import (
+    SPARK,
+    NothingMatched,
+    Selection,
+    check_file_root,
+    fetch_selection,
+)
 from spark_jobs.source.frame_plan import shared_kind
 from spark_jobs.source.range_read import RangeTask
 from spark_jobs.source.stream_plan import Journal
@@ -61,7 +67,7 @@ def list_stream(options: ReadOptions, *, allow_empty: bool) -> Listing:
         # A journal no broker serves yet holds still, as a suspended one: the next
         # listing picks it up once it is assigned.
         suspended=set(selection.suspended) | set(selection.unassigned),
-        kind=shared_kind([spec for spec, _ in selection.journals]))
+        kind=shared_kind([spec for spec, _ in selection.journals], SPARK))
 
 
 def range_task(options: ReadOptions, kind: str, schema_json: str, journal: Journal,
@@ -69,7 +75,7 @@ def range_task(options: ReadOptions, kind: str, schema_json: str, journal: Journ
     """The task reading [at, end) of `journal`, from the producers' states at `at`."""
     o = options
     fragments = journal.reading(at.lowest_needed(), end)
-    check_file_root([f for f in fragments if is_persisted(f)], o.file_root, o.file_only)
+    check_file_root([f for f in fragments if is_persisted(f)], o.file_root, o.file_only, SPARK)
     unpersisted = any(not is_persisted(f) for f in fragments)
     source = JournalTask(
         journal=journal.name, kind=kind,

@@ -188,7 +188,7 @@ def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_pat
 
 @pytest.mark.parametrize(("options", "columns", "error"), [
     ({"journal": f"{P}/json", "colour": "red"}, "n LONG",
-     "option colour: unknown option of a write; known: journal, path, partitions"),
+     "option colour: unknown option (a write takes: journal, path, partitions"),
     ({"journal": f"{P}/missing"}, "n LONG",
      f"option journal: journal '{P}/missing' does not exist"),
     ({"journal": f"{P}/raw"}, "n LONG", f"journal {P}/raw: has no content-type label"),

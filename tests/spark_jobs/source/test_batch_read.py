@@ -194,8 +194,10 @@ def test_bad_input_is_refused_in_one_line(
     bad = "gazette_core.errors.ValidationError: "
     cases = {
         "unknown option": (f"name={JSON_J}", None, {"startingOffset": "earliest"},
-                           bad + "option startingoffset: unknown option of a read; known: "),
-        "no selector": (None, None, {}, bad + "option selector: a label selector is required"),
+                           bad + "option startingOffset: unknown option; did you mean "
+                           "startingOffsets? ("),
+        "no selector": (None, None, {}, bad + "option selector: a label selector or journal name is "
+                          "required"),
         "nothing matched": ("name=batch/none", None, {},
                             "spark_jobs.selection.NothingMatched: no journals match "
                             "'name=batch/none'"),
@@ -216,9 +218,9 @@ def test_bad_input_is_refused_in_one_line(
         "document misfit": (f"name={JSON_J}", "offset BIGINT, text BIGINT", {},
                             bad + f"schema: {JSON_J} offset "),
         "protobuf": (f"name={P}/proto", None, {},
-                     bad + f"--selector: journal {P}/proto holds protobuf messages"),
+                     bad + f"option selector: journal {P}/proto holds protobuf messages"),
         "mixed": (MIXED, None, {},
-                  bad + f"--selector: the journals do not share one framing: {P}/csv is csv, "
+                  bad + f"option selector: the journals do not share one framing: {P}/csv is csv, "
                   f"{P}/json is json, {P}/raw is raw"),
     }
     for name, (selector, schema, options, expected) in cases.items():
@@ -233,7 +235,7 @@ def test_read_journals_refusals_are_one_line_errors(
         read_journals(spark, MIXED, broker=address, file_root=root(stack))
 
     assert str(failed.value).startswith(
-        "gazette_core.errors.ValidationError: --selector: the journals do not share one "
+        "gazette_core.errors.ValidationError: option selector: the journals do not share one "
         "framing: ")
     assert "\n" not in str(failed.value)
 
