@@ -196,8 +196,8 @@ def test_bad_input_is_refused_in_one_line(
         "unknown option": (f"name={JSON_J}", None, {"startingOffset": "earliest"},
                            bad + "option startingOffset: unknown option; did you mean "
                            "startingOffsets? ("),
-        "no selector": (None, None, {}, bad + "option selector: a label selector or journal name is "
-                          "required"),
+        "no selector": (None, None, {},
+                        bad + "option selector: a label selector or journal name is required"),
         "nothing matched": ("name=batch/none", None, {},
                             "spark_jobs.selection.NothingMatched: no journals match "
                             "'name=batch/none'"),
