@@ -11,6 +11,13 @@ by default `~/.local/state/gazette/spark.log`, never to the terminal: a
 command's own output (a table, JSON) is all that reaches stdout and stderr.
 Every session handed out knows the `gazette` data source (datasource.register).
 Under spark-submit the JVM is spark-submit's and its output stays where it is.
+
+Errors a Python worker raises (a data source's planning, a task) reach the
+caller as the exception's line alone, not its Python traceback: Spark's
+`hideTraceback` conf for planning and tasks, and SPARK_HIDE_TRACEBACK in the
+JVM's environment for the workers Spark starts without that conf (a
+streaming source's). `str(exc)` of a refused read is then Spark's prefix and
+our one line (`[PYTHON_DATA_SOURCE_ERROR] ...: ValidationError: option ...`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ DEFAULT_MASTER = "local[*]"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JVM_LOG_ENV = "GAZETTE_SPARK_LOG"
 
+HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+# What PySpark's workers read; Spark sets it from the conf above for planning and tasks,
+# but not for a streaming source's worker, which inherits the JVM's environment.
+HIDE_TRACEBACK_ENV = "SPARK_HIDE_TRACEBACK"
+
 # Jobs move lists of fragment names, not data: keep the JVMs small.
 BASE_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
@@ -45,6 +57,8 @@ BASE_CONF: Mapping[str, str] = {
     "spark.executor.memory": "512m",
     "spark.sql.shuffle.partitions": "4",
     "spark.python.worker.reuse": "true",
+    # A worker's error is its exception's line, without the Python traceback.
+    HIDE_TRACEBACK_CONF: "true",
 }
 
 
@@ -132,6 +146,7 @@ def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
     if is_loopback_master(master):
         # Read by the JVM at launch; keeps Spark from picking an outward interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault(HIDE_TRACEBACK_ENV, "1")  # Inherited by the JVM's Python workers.
     conf = session_conf(master, app_name, extra)
     _start_jvm(conf)
     session = SparkSession.builder.config(conf=conf).getOrCreate()

@@ -18,6 +18,7 @@ from spark_jobs.decode.arrow_frames import spark_columns
 from spark_jobs.decode.columns import row_schema
 from spark_jobs.selection import SPARK, list_selection
 from spark_jobs.source.frame_plan import plan_frame, shared_kind
+from spark_jobs.source.offset_checks import check_offsets
 from spark_jobs.source.options import ReadOptions
 from spark_jobs.source.range_plan import plan_ranges, read_offsets
 from spark_jobs.source.range_read import RangeTask, read_range, scan_states
@@ -61,6 +62,8 @@ class BatchReader(DataSourceReader):
         starting, ending = read_offsets(
             o.starting_offsets, o.ending_offsets,
             [spec.name for spec, _ in selection.journals] + selection.suspended)
+        check_offsets([(spec.name, fragments) for spec, fragments in selection.journals],
+                      plan.tasks, starting, ending, o.fail_on_data_loss)
         tasks = plan_ranges(plan.tasks, starting=starting, ending=ending,
                             split_bytes=o.split_bytes, schema_json=self.schema_json,
                             scan=scan_states)
