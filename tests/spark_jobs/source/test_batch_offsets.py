@@ -163,13 +163,24 @@ def prune(stack: Stack, address: str, journal: str, span: tuple[int, int]) -> No
     wait_listed_without(address, journal, span[0])
 
 
-def test_content_pruned_between_the_offsets_fails_the_read_unless_fail_on_data_loss_false(
-        spark: Any, stack: Stack, address: str,
-        spans: dict[str, list[tuple[int, int]]]) -> None:
+@pytest.fixture(scope="module")
+def pruned(spark: Any, stack: Stack, address: str,
+           spans: dict[str, list[tuple[int, int]]]) -> list[tuple[int, str | None]]:
+    """The pruned journal's first and third appends pruned; what a read gave before."""
     s = spans[PRUNED_J]
     before = offsets_and_uuids(reader(spark, stack, address, PRUNED_J).load())
     prune(stack, address, PRUNED_J, s[0])
     prune(stack, address, PRUNED_J, s[2])
+    return before
+
+
+LOST = " were removed from the stores"
+
+
+def test_content_pruned_between_the_offsets_fails_the_read_unless_fail_on_data_loss_false(
+        spark: Any, stack: Stack, address: str, spans: dict[str, list[tuple[int, int]]],
+        pruned: list[tuple[int, str | None]]) -> None:
+    s = spans[PRUNED_J]
 
     hole = refused(lambda: reader(spark, stack, address, PRUNED_J).load())
     head = refused(lambda: reader(spark, stack, address, PRUNED_J,
@@ -178,9 +189,8 @@ def test_content_pruned_between_the_offsets_fails_the_read_unless_fail_on_data_l
     remaining = offsets_and_uuids(reader(spark, stack, address, PRUNED_J,
                                          failOnDataLoss="false").load())
 
-    lost = "spark_jobs.source.offset_checks.LostContent: journal offsets/pruned: offsets "
-    advice = " were removed from the stores (failOnDataLoss is true; set it to false to " \
-             "read what remains)"
+    lost = f"spark_jobs.source.offset_checks.LostContent: journal {PRUNED_J}: offsets "
+    advice = f"{LOST} (failOnDataLoss is true; set it to false to read what remains)"
     assert failure_line(hole) == f"{lost}[{s[2][0]}, {s[2][1]}){advice}"
     assert failure_line(head) == f"{lost}[0, {s[1][0]}){advice}"
     assert clear.count() > 0  # Offsets clear of the hole read as before.
@@ -189,8 +199,24 @@ def test_content_pruned_between_the_offsets_fails_the_read_unless_fail_on_data_l
     assert not any(b <= o < e for o, _ in remaining for b, e in (s[0], s[2]))
     kept = [i for i in range(len(SCENARIO)) if i not in (0, 2)]
     fillers = {uuid_of((F, i + 1, Flags.OUTSIDE_TXN)) for i in kept}
-    assert {r for r in before if r[1] in fillers} <= set(remaining)
+    assert {r for r in pruned if r[1] in fillers} <= set(remaining)
     assert len(fillers) == len(kept) == 4
+
+
+def test_a_failed_streaming_query_shows_our_line_first_without_a_traceback(
+        spark: Any, stack: Stack, address: str, spans: dict[str, list[tuple[int, int]]],
+        pruned: list[tuple[int, str | None]], tmp_path: Path) -> None:
+    df = (spark.readStream.format("gazette").option("broker", address)
+          .option("fileRoot", root(stack)).option("selector", f"name={PRUNED_J}")
+          .option("startingOffsets", json.dumps({PRUNED_J: 0})).load())
+
+    with pytest.raises(Exception) as failed:
+        (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path))
+         .trigger(availableNow=True).start().awaitTermination())
+
+    first = str(failed.value).splitlines()[0]
+    assert f"DataLoss: journal {PRUNED_J}: offsets [0, {spans[PRUNED_J][1][0]}){LOST}" in first
+    assert "Traceback" not in str(failed.value)
 
 
 def test_a_users_exception_for_a_refused_read_shows_our_line_first(
