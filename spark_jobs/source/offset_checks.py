@@ -15,7 +15,8 @@ naming the journal and the offset:
   from its begin (an append's boundary) up to the first record end past the
   offset, and the offset is refused naming the nearest record starts around
   it. Offsets at fragment boundaries are append boundaries and are taken as
-  they are; raw journals have no records.
+  they are; raw journals have no records. A new streaming query's
+  `startingOffsets` is checked the same way (`check_stream_start`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,7 +36,12 @@ from spark_jobs.decode.content import CSV, RAW, JournalTask, content
 from spark_jobs.decode.csv_blocks import csv_ends
 from spark_jobs.decode.json_blocks import line_ends
 from spark_jobs.source.options import EARLIEST, LATEST, JournalOffsets
+from spark_jobs.source.stream_listing import range_task
+from spark_jobs.source.stream_offsets import Position
 from spark_jobs.source.stream_plan import Journal
+
+if TYPE_CHECKING:
+    from spark_jobs.source.options import ReadOptions
 
 log = logging.getLogger(__name__)
 
@@ -107,3 +114,15 @@ def check_offsets(listing: Sequence[tuple[str, list[pb.Fragment]]],
         check_loss(Journal.listed(name, fragments), starting, ending, fail_on_data_loss)
     for source in sources:
         check_boundaries(source, starting, ending)
+
+
+def check_stream_start(options: ReadOptions, kind: str, journals: Mapping[str, Journal],
+                       starting: str | dict[str, int]) -> None:
+    """Refuse a new streaming query's startingOffsets byte offset inside a record."""
+    named = starting if isinstance(starting, dict) else {}
+    for name, at in sorted(named.items()):
+        journal = journals.get(name)
+        if at < 0 or journal is None or not journal.fragments or at > journal.head:
+            continue  # Named offsets; unknown journals and offsets past the head: refused later.
+        source = range_task(options, kind, "", journal, Position(at), journal.head).source
+        check_boundaries(source, JournalOffsets(journals={name: at}), JournalOffsets())

@@ -34,6 +34,7 @@ from pyspark.sql.streaming.datasource import (
 from gazette_core.errors import GazetteError, ValidationError
 from spark_jobs.decode.bulk_sequence import forget_idle
 from spark_jobs.source.batch_reader import RangePartition
+from spark_jobs.source.offset_checks import check_stream_start
 from spark_jobs.source.range_read import RangeTask, read_range, scan_states
 from spark_jobs.source.stream_listing import list_stream, range_task
 from spark_jobs.source.stream_offsets import (
@@ -88,6 +89,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if unknown := sorted(named - set(journals)):
             raise ValidationError("option startingOffsets", f"journal {unknown[0]} is not one "
                                   f"the selector {self.options.selector!r} matches")
+        check_stream_start(self.options, self.kind, journals, self.starting)
         return encode({name: Position(starting_offset(self.starting, name, j.earliest, j.head))
                        for name, j in journals.items()})
 

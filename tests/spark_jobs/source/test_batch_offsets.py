@@ -142,6 +142,25 @@ def test_an_offset_inside_a_record_is_refused_at_planning_naming_the_nearest(
     assert "Python worker" not in str(starting)  # Refused by the driver, not by a task.
 
 
+def test_a_streaming_query_starting_inside_a_record_is_refused_at_its_start(
+        spark: Any, stack: Stack, address: str, spans: dict[str, list[tuple[int, int]]],
+        tmp_path: Path) -> None:
+    starts = record_starts(address, JSON_J)
+    inside = spans[JSON_J][2][0] + 3
+    before, after = max(s for s in starts if s <= inside), min(s for s in starts if s > inside)
+    df = (spark.readStream.format("gazette").option("broker", address)
+          .option("fileRoot", root(stack)).option("selector", f"name={JSON_J}")
+          .option("startingOffsets", json.dumps({JSON_J: inside})).load())
+
+    with pytest.raises(Exception) as failed:
+        (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path))
+         .trigger(availableNow=True).start().awaitTermination())
+
+    assert failure_line(failed.value) == (
+        f"{BAD}option startingOffsets: offset {inside} of journal {JSON_J} is not where a "
+        f"record starts; the nearest records start at {before} and {after}")
+
+
 def test_an_offset_at_a_record_inside_a_fragment_reads_from_that_record(
         spark: Any, stack: Stack, address: str,
         spans: dict[str, list[tuple[int, int]]]) -> None:
