@@ -96,8 +96,8 @@ async def _nearest(source: JournalTask, holder: pb.Fragment, at: int) -> tuple[i
     try:
         async for _, chunk in content(task, holder.begin, holder.end):
             data += chunk
-            starts = holder.begin + ends(data)
-            if len(data) > at - holder.begin and np.any(starts > at):
+            # Records are split only once the data passes `at`: mostly once, at one chunk.
+            if len(data) > at - holder.begin and np.any(holder.begin + ends(data) > at):
                 break
     finally:
         await close_channels()
