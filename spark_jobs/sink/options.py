@@ -61,7 +61,7 @@ def sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
     """The options of a write, checked: unknown names and bad values are refused."""
     known = STREAM_SINK_OPTIONS if streaming else SINK_OPTIONS
     check_known(options, known + CLIENT_OPTIONS, "streaming write" if streaming else "write")
-    journal = (option(options, "journal") or option(options, "path") or "").strip() or None
+    journal = _journal(options)
     partitions = (option(options, "partitions") or "").strip() or None
     key_column = (option(options, "keyColumn") or "").strip() or None
     if journal and partitions:
@@ -82,6 +82,16 @@ def sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
         append_bytes=parse_int(options, "appendBytes", DEFAULT_APPEND_BYTES, minimum=1),
         timeout=parse_float(options, "timeout", 30.0),
     )
+
+
+def _journal(options: Mapping[str, str]) -> str | None:
+    """Option journal, or Spark's `path` (`.save("name")`); both must name the same one."""
+    journal = (option(options, "journal") or "").strip()
+    path = (option(options, "path") or "").strip()
+    if journal and path and journal != path:
+        raise ValidationError("option journal", f"{journal!r} and the save() path {path!r} "
+                              "name different journals: give one of them")
+    return journal or path or None
 
 
 def _sink_id(options: Mapping[str, str]) -> str:

@@ -36,7 +36,7 @@ class BatchWriter(DataSourceArrowWriter):
         if overwrite:
             raise ValidationError("mode overwrite", "journals are append-only: write with "
                                   "mode(\"append\")")
-        self.plan: SinkPlan = plan_sink(sink_options(options, streaming=False), schema.names)
+        self.plan: SinkPlan = plan_sink(sink_options(options, streaming=False), schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return publish_task(self.plan, iterator)
@@ -53,7 +53,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
         # `overwrite` is Spark's complete output mode: every batch's rows are appended.
-        self.plan: SinkPlan = plan_sink(sink_options(options, streaming=True), schema.names)
+        self.plan: SinkPlan = plan_sink(sink_options(options, streaming=True), schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return publish_task(self.plan, iterator)
