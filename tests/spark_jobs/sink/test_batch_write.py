@@ -38,7 +38,8 @@ PAD = 16 << 10
 JOURNALS = {"json": JSON_TYPE, "csv": CSV_TYPE, "col-a": JSON_TYPE, "col-b": CSV_TYPE,
             "part-0": JSON_TYPE, "part-1": JSON_TYPE, "part-2": JSON_TYPE, "gated": JSON_TYPE,
             "retried": JSON_TYPE, "aborted": JSON_TYPE, "raw": "", "bad": JSON_TYPE,
-            "cluster": CSV_TYPE}
+            "cluster": CSV_TYPE, "value-json": JSON_TYPE, "value-csv": CSV_TYPE,
+            "defaulted": JSON_TYPE, "copied": JSON_TYPE}
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +197,11 @@ def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_pat
     ({"partitions": f"sink={P}"}, "n LONG", "option keyColumn: writing to partitions needs"),
     ({"partitions": f"sink={P}", "keyColumn": "user"}, "n LONG",
      "option keyColumn: no column 'user' in the DataFrame"),
-    ({"journal": f"{P}/bad"}, "n LONG, uuid STRING", "column uuid: each message gets its own"),
+    ({"journal": f"{P}/bad", "path": f"{P}/json"}, "n LONG",
+     f"option journal: '{P}/bad' and the save() path '{P}/json' name different journals"),
+    ({}, "journal INT, n LONG", "column journal: is integer: it names each row's target"),
+    ({}, "journal STRING, offset LONG, uuid STRING, value STRING",
+     "rows read from journals (a uuid column) keep their journal column as metadata"),
 ])
 def test_bad_writes_are_one_line_and_write_nothing(
         spark: Any, address: str, options: dict[str, str], columns: str, error: str) -> None:
@@ -205,6 +210,43 @@ def test_bad_writes_are_one_line_and_write_nothing(
         write(df, address, **options)
     assert error in spark_error(failure.value)
     assert write_head(address, f"{P}/bad") == 0
+
+
+def test_the_default_save_mode_appends(spark: Any, address: str) -> None:
+    df = spark.createDataFrame([(1,), (2,)], "n LONG")
+    df.write.format("gazette").option("broker", address).save(f"{P}/defaulted")
+    df.write.format("gazette").option("broker", address).save(f"{P}/defaulted")
+    assert sorted(d["n"] for d in committed(address, f"{P}/defaulted")) == [1, 1, 2, 2]
+
+
+def test_a_value_column_is_the_whole_message(spark: Any, address: str) -> None:
+    docs = ['{"n": 1, "tags": ["a"]}', '{"n":2,"uuid":"old","x":{"y":null}}', '{}',
+            '{\n "n": 3\n}']
+    df = spark.createDataFrame([(d, "routing only") for d in docs], "value STRING, key STRING")
+    write(df, address, journal=f"{P}/value-json")
+    assert sorted(committed(address, f"{P}/value-json"), key=lambda d: d.get("n", 0)) == [
+        {}, {"n": 1, "tags": ["a"]}, {"n": 2, "x": {"y": None}}, {"n": 3}]
+    binary = spark.createDataFrame([(b'1,"a, b"',), (b"2,c\n",)], "value BINARY")
+    write(binary, address, journal=f"{P}/value-csv")
+    assert sorted(committed(address, f"{P}/value-csv")) == [["1", "a, b"], ["2", "c"]]
+    bad = spark.createDataFrame([('{"n": 1}',), ("[1, 2]",)], "value STRING").repartition(1)
+    with pytest.raises(Exception) as failure:
+        write(bad, address, journal=f"{P}/bad")
+    assert "column value ('[1, 2]'): is not a JSON object" in spark_error(failure.value)
+    assert write_head(address, f"{P}/bad") == 0
+
+
+def test_rows_read_from_a_journal_copy_to_another(spark: Any, address: str) -> None:
+    source = f"{P}/json"
+    read = spark.read.format("gazette").option("broker", address).load(f"name={source}")
+    write(read, address, journal=f"{P}/copied")
+    assert sorted(committed(address, f"{P}/copied"), key=lambda d: d["n"]) == sorted(
+        committed(address, source), key=lambda d: d["n"])
+    typed = spark.read.format("gazette").option("broker", address).schema(
+        "journal STRING, offset LONG, uuid STRING, producer STRING, n LONG").load(f"name={source}")
+    write(typed.where("n < 3"), address, journal=f"{P}/copied")
+    assert sorted(d["n"] for d in committed(address, f"{P}/copied") if set(d) == {"n"}) == [
+        0, 1, 2]
 
 
 def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> None:
