@@ -29,6 +29,7 @@ from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.errors import AppendError
 from spark_jobs.sink.acks import Span, commit_records, rollback_records
+from spark_jobs.sink.attempts import failed_spans
 from spark_jobs.sink.options import SinkOptions, batch_guard
 from spark_jobs.sink.publish import Published
 
@@ -43,6 +44,12 @@ def spans_of(messages: Sequence[object]) -> list[Span]:
     return [span for m in messages if isinstance(m, Published) for span in m.spans]
 
 
+def failed_of(nonce: str, messages: Sequence[object]) -> list[Span]:
+    """Rollback spans of the attempts that ran before the kept ones (attempts.py)."""
+    return [span for m in messages if isinstance(m, Published) and m.attempt is not None
+            for span in failed_spans(nonce, m.attempt, m.spans)]
+
+
 def by_journal(spans: Iterable[Span]) -> dict[str, list[Span]]:
     grouped: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
@@ -51,16 +58,20 @@ def by_journal(spans: Iterable[Span]) -> dict[str, list[Span]]:
 
 
 def commit(options: SinkOptions, width: int, spans: list[Span],
-           batch_id: int | None = None) -> list[str]:
-    """Commit `spans`, one append per journal; return the journals a replay found done.
+           batch_id: int | None = None, failed: Sequence[Span] = ()) -> list[str]:
+    """Commit `spans` and roll back `failed` (attempts that died), one append per journal;
+    return the journals a replay found done.
 
     With `batch_id` (streaming) each append is guarded by the sink's register.
     """
+    dead = by_journal(failed)
+
     async def run() -> list[str]:
         try:
             stub = journal_stub(options.broker, options.client)
             done = await asyncio.gather(*(
-                _commit_journal(stub, options, journal, group, width, batch_id)
+                _commit_journal(stub, options, journal, group, width, batch_id,
+                                dead.get(journal, []))
                 for journal, group in by_journal(spans).items()))
             return [journal for journal in done if journal]
         finally:
@@ -70,12 +81,14 @@ def commit(options: SinkOptions, width: int, spans: list[Span],
 
 
 async def _commit_journal(stub: JournalAsyncStub, options: SinkOptions, journal: str,
-                          spans: list[Span], width: int, batch_id: int | None) -> str:
+                          spans: list[Span], width: int, batch_id: int | None,
+                          dead: list[Span]) -> str:
     check = union = None
     if batch_id is not None:
         check, union = batch_guard(options.register, batch_id)
     try:
-        await append_retrying(stub, journal, commit_records(spans, width),
+        await append_retrying(stub, journal,
+                              rollback_records(dead, width) + commit_records(spans, width),
                               deadline=options.timeout, check_registers=check,
                               union_registers=union)
         return ""
@@ -84,7 +97,7 @@ async def _commit_journal(stub: JournalAsyncStub, options: SinkOptions, journal:
             raise
     log.warning("batch %s of sink %s was committed to %s before (a replay): rolling back "
                 "the replay's rows there", batch_id, options.sink_id, journal)
-    await append_retrying(stub, journal, rollback_records(spans, width),
+    await append_retrying(stub, journal, rollback_records([*dead, *spans], width),
                           deadline=options.timeout)
     return journal
 

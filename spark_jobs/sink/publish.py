@@ -37,6 +37,7 @@ from gazette_core.message.uuid import TICK, Clock, Flags, new_producer_id
 from spark_jobs.decode.content import JSON
 from spark_jobs.decode.uuid_columns import uuid_text
 from spark_jobs.sink.acks import Span, rollback_records
+from spark_jobs.sink.attempts import Attempt, current_attempt, producer_of
 from spark_jobs.sink.columns import json_records, record_bytes, uuid_array
 from spark_jobs.sink.encode import encode_row, stamp
 from spark_jobs.sink.options import ROUTE_COLUMN
@@ -51,17 +52,21 @@ MAX_IN_FLIGHT = 2  # Appends per journal sent or waiting while the next batch is
 class Published(WriterCommitMessage):
     """What one task attempt published, for the driver to commit or roll back."""
 
-    def __init__(self, spans: tuple[Span, ...]) -> None:
+    def __init__(self, spans: tuple[Span, ...], attempt: Attempt | None = None) -> None:
         self.spans = spans
+        self.attempt = attempt
 
     def __repr__(self) -> str:
-        return f"Published({self.spans!r})"
+        return f"Published({self.spans!r}, {self.attempt!r})"
 
 
-def publish_task(plan: SinkPlan, batches: Iterator[pa.RecordBatch]) -> Published:
-    """Publish every row of `batches` uncommitted; roll back what was sent if that fails."""
+def publish_task(plan: SinkPlan, nonce: str, batches: Iterator[pa.RecordBatch]) -> Published:
+    """Publish every row of `batches` uncommitted; roll back what was sent if that fails.
+
+    The producer is derived from `nonce` (the writer's) and the task attempt (attempts.py).
+    """
     async def run() -> Published:
-        task = TaskPublisher(plan)
+        task = TaskPublisher(plan, current_attempt(), nonce)
         loop = asyncio.get_running_loop()
         try:
             with ThreadPoolExecutor(1, thread_name_prefix="gazette-sink") as pool:
@@ -82,9 +87,11 @@ def publish_task(plan: SinkPlan, batches: Iterator[pa.RecordBatch]) -> Published
 class TaskPublisher:
     """Routes, encodes, stamps and appends the rows of one task attempt."""
 
-    def __init__(self, plan: SinkPlan) -> None:
+    def __init__(self, plan: SinkPlan, attempt: Attempt | None = None, nonce: str = "") -> None:
         self.plan = plan
-        self.producer = new_producer_id()
+        self.attempt = attempt
+        self.producer = new_producer_id() if attempt is None else producer_of(
+            nonce, attempt.stage, attempt.partition, attempt.number)
         self.clock = Clock()
         self.clock.update()
         self.kinds: dict[str, str] = dict(plan.targets)
@@ -161,7 +168,7 @@ class TaskPublisher:
                 await sent
         pid = self.producer.hex()
         return Published(tuple((j, pid, first, last, self.kinds[j])
-                               for j, (first, last) in sorted(self.spans.items())))
+                               for j, (first, last) in sorted(self.spans.items())), self.attempt)
 
     async def roll_back(self) -> None:
         """Best effort: rollback ACKs for the journals this attempt appended to."""

@@ -39,7 +39,7 @@ JOURNALS = {"json": JSON_TYPE, "csv": CSV_TYPE, "col-a": JSON_TYPE, "col-b": CSV
             "part-0": JSON_TYPE, "part-1": JSON_TYPE, "part-2": JSON_TYPE, "gated": JSON_TYPE,
             "retried": JSON_TYPE, "aborted": JSON_TYPE, "raw": "", "bad": JSON_TYPE,
             "cluster": CSV_TYPE, "value-json": JSON_TYPE, "value-csv": CSV_TYPE,
-            "defaulted": JSON_TYPE, "copied": JSON_TYPE}
+            "defaulted": JSON_TYPE, "copied": JSON_TYPE, "killed": JSON_TYPE}
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,8 @@ def test_rows_go_to_the_partition_their_key_maps_to(spark: Any, address: str) ->
 def _gated(spark: Any, rows: int, partitions: int, gate_path: str, mode: str) -> Any:
     """`rows` numbers through a UDF that waits for the test to create `gate_path`: at the
     first row of partition 1 ("wait"); then fails ("fail"); or at row FAIL_AT of the first
-    attempt and then fails ("fail-first")."""
+    attempt and then fails ("fail-first") or kills the sink's worker process, which cannot
+    roll itself back ("kill-first")."""
     from pyspark.sql.functions import udf
 
     def number(n: int) -> tuple[int, str]:
@@ -104,23 +105,27 @@ def _gated(spark: Any, rows: int, partitions: int, gate_path: str, mode: str) ->
 
         context = TaskContext.get()
         assert context is not None
-        if mode == "fail-first":
+        if mode in ("fail-first", "kill-first"):
             if n == FAIL_AT and context.attemptNumber() == 0:
                 gate(gate_path)
+                if mode == "kill-first":
+                    from tests.spark_jobs.sink.sink_support import kill_clients_of
+
+                    assert kill_clients_of(int(Path(gate_path).read_text()))
                 raise RuntimeError("the first attempt fails after publishing")
         elif context.partitionId() == 1:
             gate(gate_path)
             if mode == "fail":
                 raise RuntimeError("partition 1 always fails")
         # Python workers send results in 64 KiB buffers: large rows get there before the gate.
-        return n, "x" * (PAD if mode == "fail-first" else 0)
+        return n, "x" * (PAD if mode.endswith("-first") else 0)
 
     return spark.range(0, rows, numPartitions=partitions).select(
         udf(number, "n LONG, pad STRING", useArrow=False)("id").alias("r")).select("r.n", "r.pad")
 
 
-def open_gate_after_rows(address: str, journal: str, gate_path: str) -> tuple[
-        threading.Thread, list[list[Any]]]:
+def open_gate_after_rows(address: str, journal: str, gate_path: str, content: str = ""
+                         ) -> tuple[threading.Thread, list[list[Any]]]:
     """A thread that waits for rows in `journal`, reads it committed, then opens the gate.
 
     The Spark job runs in the test's own thread (where its session is active).
@@ -132,7 +137,7 @@ def open_gate_after_rows(address: str, journal: str, gate_path: str) -> tuple[
             wait_for(lambda: write_head(address, journal) > 0, f"rows in {journal}")
             seen.append(committed(address, journal))
         finally:
-            Path(gate_path).touch()
+            Path(gate_path).write_text(content)
 
     watcher = threading.Thread(target=run)
     watcher.start()
@@ -171,6 +176,28 @@ def test_a_failed_task_attempt_leaves_no_duplicate(spark: Any, address: str,
     assert sorted(d["n"] for d in committed(address, journal)) == list(range(20))
     # The first attempt's rows are in the journal, never committed.
     assert len(records(address, journal)) > 20 + 1
+
+
+def test_the_rows_of_an_attempt_that_died_are_rolled_back_at_commit(
+        spark: Any, address: str, tmp_path: Path) -> None:
+    journal, gate_path = f"{P}/killed", tmp_path / "gate"
+    small = ("spark.sql.execution.arrow.maxRecordsPerBatch",
+             "spark.sql.execution.python.udf.maxRecordsPerBatch")
+    for key in small:
+        spark.conf.set(key, "2")
+    watcher, _ = open_gate_after_rows(address, journal, str(gate_path),
+                                      content=address.rsplit(":", 1)[1])
+    try:
+        write(_gated(spark, 20, 1, str(gate_path), "kill-first"), address, journal=journal,
+              appendBytes="1")
+    finally:
+        watcher.join()
+        for key in small:
+            spark.conf.unset(key)
+    assert sorted(d["n"] for d in committed(address, journal)) == list(range(20))
+    # The killed attempt's producer is rolled back by the job's commit, not left pending.
+    producers = rolled_back(records(address, journal))
+    assert len(producers) == 2 and sorted(producers.values()) == [False, True]
 
 
 def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_path: Path) -> None:
