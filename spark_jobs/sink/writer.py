@@ -16,7 +16,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from gazette_core.errors import ValidationError
 from spark_jobs.sink.attempts import new_nonce
-from spark_jobs.sink.commit import commit, failed_of, roll_back, spans_of
+from spark_jobs.sink.commit import commit, failed_of, query_of, roll_back, spans_of
 from spark_jobs.sink.options import sink_options
 from spark_jobs.sink.plan import SinkPlan, plan_sink
 from spark_jobs.sink.publish import publish_task
@@ -65,7 +65,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit(self.plan.options, self.plan.width, spans_of(messages), batchId,
-               failed_of(self.nonce, messages))
+               failed_of(self.nonce, messages), query_of(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         roll_back(self.plan.options, self.plan.width,

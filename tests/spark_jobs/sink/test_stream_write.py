@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with sink_stack(tmp_path_factory, P, {"replayed": JSON_TYPE, "killed": JSON_TYPE,
-                                          "origin": JSON_TYPE, "copy": JSON_TYPE}) as address:
+                                          "origin": JSON_TYPE, "copy": JSON_TYPE,
+                                          "reused": JSON_TYPE}) as address:
         yield address
 
 
@@ -150,3 +151,17 @@ def test_a_streaming_copy_from_journal_to_journal(spark: Any, address: str,
     assert query.exception() is None
     assert sorted(committed(address, copy), key=lambda d: d["n"]) == [
         {"n": n, "v": f"v{n}"} for n in range(6)]
+
+
+def test_a_sink_id_reused_with_a_new_checkpoint_is_refused(spark: Any, address: str,
+                                                          tmp_path: Path) -> None:
+    journal = f"{P}/reused"
+    first = input_files(tmp_path / "in", 1, 3)
+    drain(spark, address, tmp_path / "in", tmp_path / "checkpoint", journal, "reused")
+    assert numbers(address, journal) == first
+    # A new checkpoint numbers its micro-batches from 0 again, as the first query did.
+    with pytest.raises(Exception) as failure:
+        drain(spark, address, tmp_path / "in", tmp_path / "new-checkpoint", journal, "reused")
+    assert "option sinkId: 'reused' already records the commits of another query in " \
+        f"journal {journal}" in str(spark_failure(failure.value))  # type: ignore[arg-type]
+    assert numbers(address, journal) == first
