@@ -137,7 +137,7 @@ def test_a_streaming_copy_from_journal_to_journal(spark: Any, address: str,
     message; its uuid, offset and journal are the read's metadata)."""
     origin, copy = f"{P}/origin", f"{P}/copy"
     (spark.createDataFrame([(n, f"v{n}") for n in range(6)], "n LONG, v STRING")
-     .write.format("gazette").option("broker", address).save(origin))
+     .write.format("gazette").mode("append").option("broker", address).save(origin))
     query = (spark.readStream.format("gazette").option("broker", address)
              .option("selector", f"name={origin}").load()
              .writeStream.format("gazette").option("broker", address).option("journal", copy)
