@@ -28,7 +28,7 @@ class Route:
     def rows_of(self) -> list[tuple[str, np.ndarray | None]]:
         """Each target journal with its rows, in order (None: all of the batch's rows)."""
         if self.index is None:
-            return [(self.journals[0], None)]
+            return [(journal, None) for journal in self.journals[:1]]
         return [(journal, np.flatnonzero(self.index == i))
                 for i, journal in enumerate(self.journals)]
 
