@@ -70,5 +70,9 @@ class GazetteDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Make `format("gazette")` known to `spark` (idempotent)."""
+    """Make `format("gazette")` known to `spark` (idempotent); its writes append unless
+    given another mode (sink/save_mode.py)."""
+    from spark_jobs.sink.save_mode import default_to_append
+
     spark.dataSource.register(GazetteDataSource)
+    default_to_append(FORMAT)

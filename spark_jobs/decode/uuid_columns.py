@@ -95,6 +95,12 @@ def _parts(octets: np.ndarray, present: np.ndarray) -> UUIDColumns:
 def format_uuids(producer: bytes, clocks: np.ndarray, flags: int) -> list[str]:
     """The canonical text of each clock's UUID for `producer` (uuid.build_uuid's layout),
     for a publisher stamping a whole batch of messages."""
+    joined = uuid_text(producer, clocks, flags).decode("ascii")
+    return [joined[i:i + 36] for i in range(0, len(joined), 36)]
+
+
+def uuid_text(producer: bytes, clocks: np.ndarray, flags: int) -> bytes:
+    """format_uuids' texts end to end, 36 bytes each (for an Arrow string array)."""
     n = len(clocks)
     clock = clocks.astype(np.uint64)
     stamp = clock >> np.uint64(4)
@@ -110,5 +116,4 @@ def format_uuids(producer: bytes, clocks: np.ndarray, flags: int) -> list[str]:
     digits = np.frombuffer(octets.tobytes().hex().encode(), dtype=np.uint8).reshape(n, 32)
     text = np.full((n, 36), ord("-"), dtype=np.uint8)
     text[:, _TEXT] = digits
-    joined = text.tobytes().decode("ascii")
-    return [joined[i:i + 36] for i in range(0, 36 * n, 36)]
+    return text.tobytes()

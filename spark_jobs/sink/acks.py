@@ -2,8 +2,11 @@
 
 A span is one task attempt's rows in one journal: (journal, producer ID in
 hex, first clock, last clock, kind). An ACK_TXN at the last clock commits
-every message of the span; one at a clock below the first rolls the whole
-span back (sequencers drop the producer's pending messages and forget it).
+every message of the span; one at clock 1, below any clock a producer
+stamps, rolls the whole span back (sequencers drop the producer's pending
+messages). Every rollback uses that clock, so a producer rolled back twice
+(by its task, then by the driver) reads as one rollback, never as a clock
+going backwards.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ def commit_records(spans: Iterable[Span], width: int) -> bytes:
     return b"".join(_ack(span, span[3], width) for span in spans)
 
 
+ROLLBACK_CLOCK = 1
+
+
 def rollback_records(spans: Iterable[Span], width: int) -> bytes:
     """ACKs rolling each span back: below its first clock, so none of it is committed."""
-    return b"".join(_ack(span, span[2] - 1, width) for span in spans)
+    return b"".join(_ack(span, ROLLBACK_CLOCK, width) for span in spans)

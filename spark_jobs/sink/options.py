@@ -61,7 +61,7 @@ def sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
     """The options of a write, checked: unknown names and bad values are refused."""
     known = STREAM_SINK_OPTIONS if streaming else SINK_OPTIONS
     check_known(options, known + CLIENT_OPTIONS, "streaming write" if streaming else "write")
-    journal = (option(options, "journal") or option(options, "path") or "").strip() or None
+    journal = _journal(options)
     partitions = (option(options, "partitions") or "").strip() or None
     key_column = (option(options, "keyColumn") or "").strip() or None
     if journal and partitions:
@@ -84,6 +84,16 @@ def sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
     )
 
 
+def _journal(options: Mapping[str, str]) -> str | None:
+    """Option journal, or Spark's `path` (`.save("name")`); both must name the same one."""
+    journal = (option(options, "journal") or "").strip()
+    path = (option(options, "path") or "").strip()
+    if journal and path and journal != path:
+        raise ValidationError("option journal", f"{journal!r} and the save() path {path!r} "
+                              "name different journals: give one of them")
+    return journal or path or None
+
+
 def _sink_id(options: Mapping[str, str]) -> str:
     sink_id = (option(options, "sinkId") or "").strip()
     if not sink_id:
@@ -99,12 +109,22 @@ def _sink_id(options: Mapping[str, str]) -> str:
     return sink_id
 
 
-def batch_guard(register: str, batch_id: int) -> tuple[pb.LabelSelector, pb.LabelSet]:
-    """(check, union) of an ACK append committing streaming batch `batch_id`.
+def batch_guard(register: str, batch_id: int, query: str | None = None, *,
+                owned: bool = True) -> tuple[pb.LabelSelector, pb.LabelSet]:
+    """(check, union) of an ACK append committing streaming batch `batch_id` of `query`.
 
-    The check fails (REGISTER_MISMATCH) when the journal's register already
-    records this batch; the union records it, replacing the previous batch's
-    value since a union replaces every value of the names it carries.
+    The register holds `<query>/<batch>` (or `<batch>`, as written before queries were
+    recorded). The check fails (REGISTER_MISMATCH) when the journal's register already
+    records this batch, and, while `owned`, when it does not hold one of this query's
+    batches (commit.py tells a journal new to the sink from another query's); the union
+    records the batch, replacing the previous one since a union replaces every value of
+    the names it carries.
     """
-    recorded = label_set((register, str(batch_id)))
-    return pb.LabelSelector(exclude=recorded), recorded
+    if query is None:
+        recorded = label_set((register, str(batch_id)))
+        return pb.LabelSelector(exclude=recorded), recorded
+    value = f"{query}/{batch_id}"
+    include = pb.LabelSet(labels=[pb.Label(name=register, value=f"{query}/", prefix=True)])
+    return (pb.LabelSelector(include=include if owned else None,
+                             exclude=label_set((register, str(batch_id)), (register, value))),
+            label_set((register, value)))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from gazette_core.broker.client.channel import close_channels, journal_stub
 from gazette_core.broker.client.journals import list_journals
@@ -25,7 +26,13 @@ from gazette_core.message.framing import content_type
 from spark_jobs.sink.encode import kind_of
 from spark_jobs.sink.options import ROUTE_COLUMN, SinkOptions
 
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
 JOURNAL, COLUMN, PARTITIONS = "journal", "column", "partitions"
+VALUE_COLUMN = "value"
+# The metadata columns of a read that a write does not carry into messages.
+READ_METADATA = ("uuid", "producer", "offset")
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class SinkPlan:
     columns: tuple[str, ...]  # the message's fields, in order
     targets: tuple[tuple[str, str], ...] = ()  # (journal, kind) known up front
     partition_specs: tuple[bytes, ...] = ()  # serialized JournalSpecs of the partitions
+    value: str | None = None  # the column whose text is each whole message, if any
 
     @property
     def width(self) -> int:
@@ -44,24 +52,32 @@ class SinkPlan:
         return len(self.columns)
 
 
-def plan_sink(options: SinkOptions, names: Sequence[str]) -> SinkPlan:
-    """Check the routing against the DataFrame's columns `names` and list the targets."""
-    lowered = [n.lower() for n in names]
-    if "uuid" in lowered:
-        raise ValidationError("column uuid", "each message gets its own UUID: drop or rename "
-                              "the DataFrame's uuid column (e.g. .drop(\"uuid\"))")
-    has_route = ROUTE_COLUMN in lowered
-    # The column routes rows unless an option does; either way it is no message field.
-    columns = tuple(n for n in names if n.lower() != ROUTE_COLUMN)
+def plan_sink(options: SinkOptions, schema: StructType) -> SinkPlan:
+    """Check the routing against the DataFrame's columns and list the targets."""
+    names = schema.names
+    types = {field.name.lower(): field.dataType.typeName() for field in schema.fields}
+    # A uuid column marks rows read from journals: their metadata is no message field,
+    # and their journal column names the journal read, not a target.
+    read = "uuid" in types
+    value = next((n for n in names if n.lower() == VALUE_COLUMN
+                  and types[VALUE_COLUMN] in ("string", "binary")), None)
+    dropped = {ROUTE_COLUMN, *(READ_METADATA if read else ())}
+    columns = () if value else tuple(n for n in names if n.lower() not in dropped)
     if options.journal:
-        return SinkPlan(options, JOURNAL, columns, (_one_journal(options),))
+        return SinkPlan(options, JOURNAL, columns, (_one_journal(options),), value=value)
     if options.partitions:
-        return _partitions_plan(options, names, columns)
-    if not has_route:
+        return replace(_partitions_plan(options, names, columns), value=value)
+    if ROUTE_COLUMN not in types or read:
         raise ValidationError("option journal", "say where rows go: option journal, option "
                               "partitions with keyColumn, or a journal column in the DataFrame "
-                              f"(its columns: {', '.join(names)})")
-    return SinkPlan(options, COLUMN, columns)
+                              f"(its columns: {', '.join(names)})" + (
+                                  "; rows read from journals (a uuid column) keep their "
+                                  "journal column as metadata" if read else ""))
+    if types[ROUTE_COLUMN] != "string":
+        raise ValidationError("column journal", f"is {types[ROUTE_COLUMN]}: it names each "
+                              "row's target journal, so it must be a string (or give option "
+                              "journal and the column is not written)")
+    return SinkPlan(options, COLUMN, columns, value=value)
 
 
 def _one_journal(options: SinkOptions) -> tuple[str, str]:

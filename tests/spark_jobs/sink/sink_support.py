@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -140,3 +142,27 @@ def rolled_back(lines: list[bytes]) -> dict[str, bool]:
         elif flags == Flags.ACK_TXN and pid in first:
             rolled[pid] = clock < first[pid]
     return rolled
+
+
+def kill_clients_of(port: int) -> list[int]:
+    """SIGKILL the PySpark worker processes with a TCP connection to local `port` (a sink
+    task appending to the broker there, as when its executor dies); their pids."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                inodes.add(f"socket:[{fields[9]}]")
+    killed = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if b"pyspark" not in (proc / "cmdline").read_bytes():
+                continue
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+        except OSError:
+            continue
+    return killed

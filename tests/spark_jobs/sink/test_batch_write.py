@@ -38,7 +38,8 @@ PAD = 16 << 10
 JOURNALS = {"json": JSON_TYPE, "csv": CSV_TYPE, "col-a": JSON_TYPE, "col-b": CSV_TYPE,
             "part-0": JSON_TYPE, "part-1": JSON_TYPE, "part-2": JSON_TYPE, "gated": JSON_TYPE,
             "retried": JSON_TYPE, "aborted": JSON_TYPE, "raw": "", "bad": JSON_TYPE,
-            "cluster": CSV_TYPE}
+            "cluster": CSV_TYPE, "value-json": JSON_TYPE, "value-csv": CSV_TYPE,
+            "defaulted": JSON_TYPE, "copied": JSON_TYPE, "killed": JSON_TYPE}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,8 @@ def test_rows_go_to_the_partition_their_key_maps_to(spark: Any, address: str) ->
 def _gated(spark: Any, rows: int, partitions: int, gate_path: str, mode: str) -> Any:
     """`rows` numbers through a UDF that waits for the test to create `gate_path`: at the
     first row of partition 1 ("wait"); then fails ("fail"); or at row FAIL_AT of the first
-    attempt and then fails ("fail-first")."""
+    attempt and then fails ("fail-first") or kills the sink's worker process, which cannot
+    roll itself back ("kill-first")."""
     from pyspark.sql.functions import udf
 
     def number(n: int) -> tuple[int, str]:
@@ -103,23 +105,27 @@ def _gated(spark: Any, rows: int, partitions: int, gate_path: str, mode: str) ->
 
         context = TaskContext.get()
         assert context is not None
-        if mode == "fail-first":
+        if mode in ("fail-first", "kill-first"):
             if n == FAIL_AT and context.attemptNumber() == 0:
                 gate(gate_path)
+                if mode == "kill-first":
+                    from tests.spark_jobs.sink.sink_support import kill_clients_of
+
+                    assert kill_clients_of(int(Path(gate_path).read_text()))
                 raise RuntimeError("the first attempt fails after publishing")
         elif context.partitionId() == 1:
             gate(gate_path)
             if mode == "fail":
                 raise RuntimeError("partition 1 always fails")
         # Python workers send results in 64 KiB buffers: large rows get there before the gate.
-        return n, "x" * (PAD if mode == "fail-first" else 0)
+        return n, "x" * (PAD if mode.endswith("-first") else 0)
 
     return spark.range(0, rows, numPartitions=partitions).select(
         udf(number, "n LONG, pad STRING", useArrow=False)("id").alias("r")).select("r.n", "r.pad")
 
 
-def open_gate_after_rows(address: str, journal: str, gate_path: str) -> tuple[
-        threading.Thread, list[list[Any]]]:
+def open_gate_after_rows(address: str, journal: str, gate_path: str, content: str = ""
+                         ) -> tuple[threading.Thread, list[list[Any]]]:
     """A thread that waits for rows in `journal`, reads it committed, then opens the gate.
 
     The Spark job runs in the test's own thread (where its session is active).
@@ -131,7 +137,7 @@ def open_gate_after_rows(address: str, journal: str, gate_path: str) -> tuple[
             wait_for(lambda: write_head(address, journal) > 0, f"rows in {journal}")
             seen.append(committed(address, journal))
         finally:
-            Path(gate_path).touch()
+            Path(gate_path).write_text(content)
 
     watcher = threading.Thread(target=run)
     watcher.start()
@@ -172,6 +178,28 @@ def test_a_failed_task_attempt_leaves_no_duplicate(spark: Any, address: str,
     assert len(records(address, journal)) > 20 + 1
 
 
+def test_the_rows_of_an_attempt_that_died_are_rolled_back_at_commit(
+        spark: Any, address: str, tmp_path: Path) -> None:
+    journal, gate_path = f"{P}/killed", tmp_path / "gate"
+    small = ("spark.sql.execution.arrow.maxRecordsPerBatch",
+             "spark.sql.execution.python.udf.maxRecordsPerBatch")
+    for key in small:
+        spark.conf.set(key, "2")
+    watcher, _ = open_gate_after_rows(address, journal, str(gate_path),
+                                      content=address.rsplit(":", 1)[1])
+    try:
+        write(_gated(spark, 20, 1, str(gate_path), "kill-first"), address, journal=journal,
+              appendBytes="1")
+    finally:
+        watcher.join()
+        for key in small:
+            spark.conf.unset(key)
+    assert sorted(d["n"] for d in committed(address, journal)) == list(range(20))
+    # The killed attempt's producer is rolled back by the job's commit, not left pending.
+    producers = rolled_back(records(address, journal))
+    assert len(producers) == 2 and sorted(producers.values()) == [False, True]
+
+
 def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_path: Path) -> None:
     journal, gate_path = f"{P}/aborted", str(tmp_path / "gate")
     watcher, _ = open_gate_after_rows(address, journal, gate_path)
@@ -196,7 +224,11 @@ def test_an_aborted_job_leaves_nothing_visible(spark: Any, address: str, tmp_pat
     ({"partitions": f"sink={P}"}, "n LONG", "option keyColumn: writing to partitions needs"),
     ({"partitions": f"sink={P}", "keyColumn": "user"}, "n LONG",
      "option keyColumn: no column 'user' in the DataFrame"),
-    ({"journal": f"{P}/bad"}, "n LONG, uuid STRING", "column uuid: each message gets its own"),
+    ({"journal": f"{P}/bad", "path": f"{P}/json"}, "n LONG",
+     f"option journal: '{P}/bad' and the save() path '{P}/json' name different journals"),
+    ({}, "journal INT, n LONG", "column journal: is integer: it names each row's target"),
+    ({}, "journal STRING, offset LONG, uuid STRING, value STRING",
+     "rows read from journals (a uuid column) keep their journal column as metadata"),
 ])
 def test_bad_writes_are_one_line_and_write_nothing(
         spark: Any, address: str, options: dict[str, str], columns: str, error: str) -> None:
@@ -205,6 +237,43 @@ def test_bad_writes_are_one_line_and_write_nothing(
         write(df, address, **options)
     assert error in spark_error(failure.value)
     assert write_head(address, f"{P}/bad") == 0
+
+
+def test_the_default_save_mode_appends(spark: Any, address: str) -> None:
+    df = spark.createDataFrame([(1,), (2,)], "n LONG")
+    df.write.format("gazette").option("broker", address).save(f"{P}/defaulted")
+    df.write.format("gazette").option("broker", address).save(f"{P}/defaulted")
+    assert sorted(d["n"] for d in committed(address, f"{P}/defaulted")) == [1, 1, 2, 2]
+
+
+def test_a_value_column_is_the_whole_message(spark: Any, address: str) -> None:
+    docs = ['{"n": 1, "tags": ["a"]}', '{"n":2,"uuid":"old","x":{"y":null}}', '{}',
+            '{\n "n": 3\n}']
+    df = spark.createDataFrame([(d, "routing only") for d in docs], "value STRING, key STRING")
+    write(df, address, journal=f"{P}/value-json")
+    assert sorted(committed(address, f"{P}/value-json"), key=lambda d: d.get("n", 0)) == [
+        {}, {"n": 1, "tags": ["a"]}, {"n": 2, "x": {"y": None}}, {"n": 3}]
+    binary = spark.createDataFrame([(b'1,"a, b"',), (b"2,c\n",)], "value BINARY")
+    write(binary, address, journal=f"{P}/value-csv")
+    assert sorted(committed(address, f"{P}/value-csv")) == [["1", "a, b"], ["2", "c"]]
+    bad = spark.createDataFrame([('{"n": 1}',), ("[1, 2]",)], "value STRING").repartition(1)
+    with pytest.raises(Exception) as failure:
+        write(bad, address, journal=f"{P}/bad")
+    assert "column value ('[1, 2]'): is not a JSON object" in spark_error(failure.value)
+    assert write_head(address, f"{P}/bad") == 0
+
+
+def test_rows_read_from_a_journal_copy_to_another(spark: Any, address: str) -> None:
+    source = f"{P}/json"
+    read = spark.read.format("gazette").option("broker", address).load(f"name={source}")
+    write(read, address, journal=f"{P}/copied")
+    assert sorted(committed(address, f"{P}/copied"), key=lambda d: d["n"]) == sorted(
+        committed(address, source), key=lambda d: d["n"])
+    typed = spark.read.format("gazette").option("broker", address).schema(
+        "journal STRING, offset LONG, uuid STRING, producer STRING, n LONG").load(f"name={source}")
+    write(typed.where("n < 3"), address, journal=f"{P}/copied")
+    assert sorted(d["n"] for d in committed(address, f"{P}/copied") if set(d) == {"n"}) == [
+        0, 1, 2]
 
 
 def test_rows_that_cannot_be_written_write_nothing(spark: Any, address: str) -> None:

@@ -34,8 +34,9 @@ def test_flat_columns_read_back_as_the_row_encoder_writes_them() -> None:
         "journal": ["not/written"] * n,
     })
     columns = ("i", "f", "b", "s")
-    fast = json_records(batch, columns, [U] * n)
-    assert fast is not None
+    records = json_records(batch, columns, [U] * n)
+    assert records is not None
+    fast = records.to_pylist()
     slow = row_by_row(batch, columns)
     assert [json.loads(r) for r in fast] == [json.loads(r) for r in slow]
     assert all(r.startswith(b'{"uuid":"' + U.encode() + b'",') and r.endswith(b"}\n")

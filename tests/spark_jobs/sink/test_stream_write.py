@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with sink_stack(tmp_path_factory, P, {"replayed": JSON_TYPE, "killed": JSON_TYPE}
-                    ) as address:
+    with sink_stack(tmp_path_factory, P, {"replayed": JSON_TYPE, "killed": JSON_TYPE,
+                                          "origin": JSON_TYPE, "copy": JSON_TYPE,
+                                          "reused": JSON_TYPE}) as address:
         yield address
 
 
@@ -128,3 +129,39 @@ def test_a_query_killed_mid_stream_and_restarted_writes_each_row_once(
     # Restarted here: the test's own Spark session is already up.
     drain(spark, address, tmp_path / "in", checkpoint, journal, "killed", per_batch=100)
     assert numbers(address, journal) == expected
+
+
+def test_a_streaming_copy_from_journal_to_journal(spark: Any, address: str,
+                                                  tmp_path: Path) -> None:
+    """As the docs show it: the read's columns straight into the sink (its value is the
+    message; its uuid, offset and journal are the read's metadata)."""
+    origin, copy = f"{P}/origin", f"{P}/copy"
+    (spark.createDataFrame([(n, f"v{n}") for n in range(6)], "n LONG, v STRING")
+     .write.format("gazette").mode("append").option("broker", address).save(origin))
+    query = (spark.readStream.format("gazette").option("broker", address)
+             .option("selector", f"name={origin}").load()
+             .writeStream.format("gazette").option("broker", address).option("journal", copy)
+             .option("sinkId", "copy").option("checkpointLocation", str(tmp_path / "c"))
+             .trigger(processingTime="100 milliseconds").start())
+    try:
+        wait_for(lambda: len(committed(address, copy)) >= 6 or query.exception() is not None,
+                 "the copied rows")
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert sorted(committed(address, copy), key=lambda d: d["n"]) == [
+        {"n": n, "v": f"v{n}"} for n in range(6)]
+
+
+def test_a_sink_id_reused_with_a_new_checkpoint_is_refused(spark: Any, address: str,
+                                                          tmp_path: Path) -> None:
+    journal = f"{P}/reused"
+    first = input_files(tmp_path / "in", 1, 3)
+    drain(spark, address, tmp_path / "in", tmp_path / "checkpoint", journal, "reused")
+    assert numbers(address, journal) == first
+    # A new checkpoint numbers its micro-batches from 0 again, as the first query did.
+    with pytest.raises(Exception) as failure:
+        drain(spark, address, tmp_path / "in", tmp_path / "new-checkpoint", journal, "reused")
+    assert "option sinkId: 'reused' already records the commits of another query in " \
+        f"journal {journal}" in str(spark_failure(failure.value))  # type: ignore[arg-type]
+    assert numbers(address, journal) == first
