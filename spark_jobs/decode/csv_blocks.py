@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv as pacsv
 
-from spark_jobs.decode.columns import META
+from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.decode.json_blocks import Block, DecodedBlock, repeated, uuid_column
-from spark_jobs.decode.uuid_columns import parse_uuids
+from spark_jobs.decode.uuid_columns import parse_uuids, publish_times
 
 
 def csv_ends(data: bytes | bytearray) -> np.ndarray:
@@ -48,8 +48,9 @@ def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBl
     after = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
     columns = {"journal": repeated(journal, n),
                "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
-               "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36)}
-    docs = [f for f in schema if f.name not in META]
+               "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
+               "timestamp": publish_times(ids.clock)}
+    docs = [f for f in schema if f.name not in SOURCE_META]
     if [f.name for f in docs] == ["fields"]:
         columns["fields"] = _lists(after, n).cast(schema.field("fields").type)
     else:

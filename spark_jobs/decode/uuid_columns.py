@@ -112,3 +112,16 @@ def format_uuids(producer: bytes, clocks: np.ndarray, flags: int) -> list[str]:
     text[:, _TEXT] = digits
     joined = text.tobytes().decode("ascii")
     return [joined[i:i + 36] for i in range(0, 36 * n, 36)]
+
+
+GREGORIAN_OFFSET = 122192928000000000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+
+
+def publish_times(clock: np.ndarray) -> pa.Array:
+    """Each clock's publish time (its UUID's 60-bit timestamp, in 100 ns intervals since
+    1582-10-15, to microseconds since 1970 in UTC); null where there is no UUID (0)."""
+    import pyarrow as pa
+
+    ticks = (clock.astype(np.uint64) >> np.uint64(4)).astype(np.int64)
+    micros = (ticks - GREGORIAN_OFFSET) // 10
+    return pa.array(micros, type=pa.timestamp("us", tz="UTC"), mask=clock == 0)
