@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from gazette_core.errors import ValidationError
 from spark_jobs.decode.columns import SOURCE_META, row_schema, source_row_schema
 from spark_jobs.decode.content import CSV, JSON
-from spark_jobs.decode.parse_modes import CORRUPT_DEFAULT, CORRUPT_KEY, MODE_KEY, PERMISSIVE
+from spark_jobs.decode.parse_modes import (
+    CORRUPT_DEFAULT,
+    CORRUPT_KEY,
+    MODE_KEY,
+    PERMISSIVE,
+    ParseMode,
+)
 from spark_jobs.decode.uuid_columns import publish_times
 
 if TYPE_CHECKING:
@@ -113,11 +119,13 @@ def batch_of_rows(kind: str, rows: Sequence[tuple[Any, ...]], schema: pa.Schema
     if kind not in (JSON, CSV):
         return pa.RecordBatch.from_pylist(
             [dict(zip(base, row, strict=True)) for row in rows], schema=schema)
-    docs = pa.schema([f for f in schema if f.name not in (*SOURCE_META, *base)])
+    corrupt = ParseMode.of(schema).corrupt  # null: a block Arrow refused fails whole here
+    docs = pa.schema([f for f in schema if f.name not in (*SOURCE_META, *base, corrupt)])
     decoded = dict(zip(docs.names, json_columns(rows, docs) if kind == JSON
                        else csv_columns(rows, docs), strict=True))
     columns = [decoded[f.name] if f.name in decoded
                else _times(rows) if f.name == "timestamp"
+               else pa.nulls(len(rows), f.type) if f.name == corrupt
                else pa.array([row[base.index(f.name)] for row in rows], type=f.type)
                for f in schema]
     return pa.RecordBatch.from_arrays(columns, schema=schema)

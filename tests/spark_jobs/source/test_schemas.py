@@ -17,11 +17,15 @@ import pytest
 
 from spark_jobs.job_errors import failure_line
 from tests.gazctl.support import ok
-from tests.spark_jobs.sink.sink_support import JSON_TYPE, sink_session, sink_stack
+from tests.spark_jobs.sink.sink_support import CSV_TYPE, JSON_TYPE, sink_session, sink_stack
 
 P = "schemas"
 TYPES = f"{P}/types"
 MIXED = f"{P}/mixed"
+MISFITS = f"{P}/misfits"
+CSV_J = f"{P}/csv"
+NIL = "00000000-0000-0000-0000-000000000000"  # a CSV row's UUID field, for none
+CSV_LINES = [f"{NIL},1,a", f"{NIL},x,b", f"{NIL},3,c"]
 EVERY_TYPE = ("b BOOLEAN, y TINYINT, sh SMALLINT, i INT, l BIGINT, f FLOAT, d DOUBLE, "
               "dc DECIMAL(10,2), s STRING, bi BINARY, dt DATE, ts TIMESTAMP, "
               "ntz TIMESTAMP_NTZ, a ARRAY<INT>, m MAP<STRING,INT>, "
@@ -36,15 +40,35 @@ LINES = [
 ]
 
 
-def offset_of(index: int) -> int:
-    return sum(len(line) + 1 for line in LINES[:index])
+# Values Arrow refused without naming a row, with the column each is read into and the
+# detail of the one-line failure.
+MISFIT_LINES = [
+    ('{"v": 1.5}', "v BIGINT", "column v: the number 1.5 does not fit BIGINT"),
+    ('{"v": 300}', "v TINYINT", "column v: the number 300 is out of TINYINT's range"),
+    ('{"v": 9223372036854775808}', "v BIGINT",
+     "column v: the number 9223372036854775808 is out of BIGINT's range"),
+    ('{"v": 123.456}', "v DECIMAL(4,2)", "column v: the number 123.456 does not fit "
+     "DECIMAL(4,2)"),
+    ('{"v": "abc"}', "v DECIMAL(4,2)", 'column v: the string "abc" does not fit DECIMAL(4,2)'),
+    ('{"v": {"k": "z"}}', "v MAP<STRING,INT>", 'column v: the string "z" does not fit INT'),
+    ('{"v": "nope"}', "v TIMESTAMP", 'column v: the string "nope" does not fit TIMESTAMP'),
+]
+
+
+def offset_of(index: int, lines: list[str] = LINES) -> int:
+    return sum(len(line) + 1 for line in lines[:index])
 
 
 @pytest.fixture(scope="module")
 def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with sink_stack(tmp_path_factory, P, {"types": JSON_TYPE, "mixed": JSON_TYPE}) as address:
+    journals = {"types": JSON_TYPE, "mixed": JSON_TYPE, "misfits": JSON_TYPE, "csv": CSV_TYPE}
+    with sink_stack(tmp_path_factory, P, journals) as address:
         ok("journals", "append", "-l", f"name={MIXED}", "--broker.address", address,
            input="".join(line + "\n" for line in LINES).encode())
+        ok("journals", "append", "-l", f"name={MISFITS}", "--broker.address", address,
+           input="".join(line + "\n" for line, _, _ in MISFIT_LINES).encode())
+        ok("journals", "append", "-l", f"name={CSV_J}", "--broker.address", address,
+           input="".join(line + "\n" for line in CSV_LINES).encode())
         yield address
 
 
@@ -102,6 +126,17 @@ def test_dropmalformed_leaves_out_the_records_that_do_not_fit(spark: Any,
     assert sorted(tuple(r) for r in df.collect()) == [(1, "one", None), (3, "true", None)]
 
 
+def test_csv_fields_that_do_not_cast_follow_the_mode(spark: Any, address: str) -> None:
+    schema = "offset BIGINT, n BIGINT, s STRING, _corrupt_record STRING"
+    rows = read(spark, address, CSV_J, schema).orderBy("offset").collect()
+    assert [tuple(r)[1:] for r in rows] == [(1, "a", None), (None, "b", CSV_LINES[1]),
+                                           (3, "c", None)]
+    dropped = read(spark, address, CSV_J, schema, mode="DROPMALFORMED").collect()
+    assert sorted(r.n for r in dropped) == [1, 3]
+    line = refusal(read(spark, address, CSV_J, schema, mode="FAILFAST"))
+    assert f"{CSV_J} offset {len(CSV_LINES[0]) + 1}: CSV field 1 ('x') does not fit " in line
+
+
 def test_failfast_failures_are_one_line_naming_journal_and_offset(spark: Any,
                                                                   address: str) -> None:
     cases = {
@@ -119,6 +154,18 @@ def test_failfast_failures_are_one_line_naming_journal_and_offset(spark: Any,
                             startingOffsets=f'{{"{MIXED}": {offset_of(index)}}}'))
         assert f"{MIXED} offset {offset_of(index)}: " in line, (name, line)
         assert detail in line and "\n" not in line, (name, line)
+
+
+def test_values_arrow_refused_without_a_row_name_their_journal_and_offset(
+        spark: Any, address: str) -> None:
+    lines = [line for line, _, _ in MISFIT_LINES]
+    for index, (_, schema, detail) in enumerate(MISFIT_LINES):
+        offset = offset_of(index, lines)
+        line = refusal(read(spark, address, MISFITS, schema, mode="FAILFAST",
+                            startingOffsets=f'{{"{MISFITS}": {offset}}}'))
+        assert line == ("gazette_core.errors.ValidationError: schema: "
+                        f"{MISFITS} offset {offset}: the document does not fit the schema: "
+                        f"{detail} (mode FAILFAST)"), line
 
 
 def test_a_duplicate_column_is_refused_at_planning_in_one_line(spark: Any,
