@@ -194,3 +194,19 @@ def test_the_timestamp_column_is_each_messages_publish_time(spark: Any, address:
                .withWatermark("timestamp", "1 minute")
                .groupBy("n").count().where("n = 1").collect())
     assert windows[0]["count"] == 1
+
+
+def test_a_streaming_read_takes_the_mode_and_watermarks_the_timestamp(
+        spark: Any, address: str) -> None:
+    stream = (spark.readStream.format("gazette").option("broker", address)
+              .option("selector", f"name={MIXED}").option("mode", "DROPMALFORMED")
+              .schema("timestamp TIMESTAMP, n BIGINT, s STRING").load()
+              .withWatermark("timestamp", "1 minute"))
+    query = (stream.select("n", "s").writeStream.format("memory").queryName("modes")
+             .trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert sorted(tuple(r) for r in spark.table("modes").collect()) == [(1, "one"),
+                                                                      (3, "true")]
