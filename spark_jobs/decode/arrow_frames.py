@@ -41,22 +41,10 @@ def spark_columns(kind: str, schema: StructType | None, corrupt: str = CORRUPT_D
                   ) -> StructType:
     """The DataFrame's columns for journals of `kind`: the schema given, checked, or else
     the undecoded row (columns.source_row_schema)."""
-    from pyspark.sql.types import StringType
-
     base = source_row_schema(kind)
     if schema is None:
         return base
-    seen: dict[str, str] = {}
-    for f in schema.fields:
-        # Spark compares column names without case (spark.sql.caseSensitive is false).
-        if f.name.lower() in seen:
-            raise ValidationError(f"schema column {f.name}", "named twice; a column's name "
-                                  f"must be unique (also {seen[f.name.lower()]})")
-        seen[f.name.lower()] = f.name
-        if f.name == corrupt and f.dataType != StringType():
-            raise ValidationError(f"schema column {f.name}", "the column of malformed records "
-                                  "(columnNameOfCorruptRecord) must be a string, not "
-                                  f"{f.dataType.simpleString()}")
+    check_columns(schema, corrupt)
     if kind not in (JSON, CSV):
         if [f.name for f in schema.fields] != base.names:
             raise ValidationError("schema", "journals without a message framing have the "
@@ -69,6 +57,23 @@ def spark_columns(kind: str, schema: StructType | None, corrupt: str = CORRUPT_D
                                   f"{meta[f.name].dataType.simpleString()}, not "
                                   f"{f.dataType.simpleString()}")
     return schema
+
+
+def check_columns(schema: StructType, corrupt: str) -> None:
+    """Refuse a schema naming a column twice, or whose corrupt-record column is no string."""
+    from pyspark.sql.types import StringType
+
+    seen: dict[str, str] = {}
+    for f in schema.fields:
+        # Spark compares column names without case (spark.sql.caseSensitive is false).
+        if f.name.lower() in seen:
+            raise ValidationError(f"schema column {f.name}", "named twice; a column's name "
+                                  f"must be unique (also {seen[f.name.lower()]})")
+        seen[f.name.lower()] = f.name
+        if f.name == corrupt and f.dataType != StringType():
+            raise ValidationError(f"schema column {f.name}", "the column of malformed records "
+                                  "(columnNameOfCorruptRecord) must be a string, not "
+                                  f"{f.dataType.simpleString()}")
 
 
 def document_name(column: str) -> str:
@@ -90,9 +95,11 @@ def output_schema(kind: str, schema: StructType | None, mode: str = "",
 
 def task_schema_json(schema: StructType, mode: str = PERMISSIVE,
                      corrupt: str = CORRUPT_DEFAULT) -> str:
-    """A task's schema as JSON (StructType.json) with the read's parse mode beside it."""
+    """A task's schema as JSON (StructType.json) with the read's parse mode beside it;
+    a schema check_columns refuses is refused here, as the reader is made."""
     import json
 
+    check_columns(schema, corrupt)
     return json.dumps({**schema.jsonValue(), "mode": mode, "columnNameOfCorruptRecord": corrupt})
 
 
