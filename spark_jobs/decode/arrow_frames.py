@@ -67,8 +67,10 @@ def check_columns(schema: StructType, corrupt: str) -> None:
     for f in schema.fields:
         # Spark compares column names without case (spark.sql.caseSensitive is false).
         if f.name.lower() in seen:
-            raise ValidationError(f"schema column {f.name}", "named twice; a column's name "
-                                  f"must be unique (also {seen[f.name.lower()]})")
+            other = seen[f.name.lower()]
+            spelt = f" (also spelt {other})" if other != f.name else ""
+            raise ValidationError(f"schema column {f.name}", f"named twice{spelt}; each "
+                                  "column's name must be unique, whatever its case")
         seen[f.name.lower()] = f.name
         if f.name == corrupt and f.dataType != StringType():
             raise ValidationError(f"schema column {f.name}", "the column of malformed records "

@@ -9,8 +9,9 @@ text ("" is null but for strings) and null past the end of a short row.
 A field that does not cast follows the read's mode (parse_modes.py): null
 (PERMISSIVE, the row's text in the corrupt-record column), the row left out
 (DROPMALFORMED), or FAILFAST: the block goes row by row, naming the field.
-A block Arrow cannot take whole (rows of different widths, a blank line)
-gives None: the caller decodes it row by row.
+Rows of several widths are split here, one at a time; a block with a blank
+line or a row without a UUID gives None: the caller decodes it row by row,
+which names the record at fault.
 """
 
 from __future__ import annotations
@@ -41,21 +42,28 @@ def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBl
     """Every row of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
     bounds = block.bounds(csv_ends)
     n = len(bounds) - 1
+    parse = ParseMode.of(schema)
+    docs = [f for f in schema if f.name not in SOURCE_META and f.name != parse.corrupt]
     table = _read(block.data, bounds)
-    if table is None or table.num_rows != n:
+    if table is not None and table.num_rows == n:
+        read = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    elif [f.name for f in docs] != ["fields"]:
+        split = _split(block.data, bounds)  # rows of several widths
+        if split is None:
+            return None
+        read = split
+    else:
         return None
-    raw_uuid = table.column(0).combine_chunks()
+    raw_uuid = read[0]
     ids = parse_uuids(raw_uuid)
     if ids is None or pc.any(pc.equal(raw_uuid, "")).as_py():
         return None  # The framing refuses a row without a UUID: let it say so.
     uuid = uuid_column(raw_uuid)
-    after = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
+    after = read[1:]
     columns = {"journal": repeated(journal, n),
                "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
                "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
                "timestamp": publish_times(ids.clock)}
-    parse = ParseMode.of(schema)
-    docs = [f for f in schema if f.name not in SOURCE_META and f.name != parse.corrupt]
     bad = np.zeros(n, dtype=bool)
     if [f.name for f in docs] == ["fields"]:
         columns["fields"] = _lists(after, n).cast(schema.field("fields").type)
@@ -99,6 +107,24 @@ def _read(data: bytes, bounds: np.ndarray) -> pa.Table | None:
                 quoted_strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _split(data: bytes, bounds: np.ndarray) -> list[pa.Array] | None:
+    """The block's fields by position, rows of any width (null past a short row's end), as
+    the framing splits them; None if a row is blank or not UTF-8."""
+    rows = []
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        try:
+            text = data[start:stop].decode()
+        except UnicodeDecodeError:
+            return None
+        row = next(csv.reader(io.StringIO(text, newline="")), [])
+        if not row:
+            return None
+        rows.append(row)
+    width = max(len(row) for row in rows)
+    return [pa.array([row[i] if i < len(row) else None for row in rows], type=pa.string())
+            for i in range(width)]
 
 
 def _lists(after: list[pa.Array], n: int) -> pa.Array:

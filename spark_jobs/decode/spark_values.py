@@ -139,7 +139,8 @@ def _text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return getattr(value, "text", repr(value))
-    return json.dumps(value)
+    # Compact, as publishers write documents (Spark's reader keeps the source's spacing).
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _decimal(value: int | float | str, kind: pa.DataType) -> decimal.Decimal:

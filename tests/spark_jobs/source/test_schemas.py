@@ -113,7 +113,7 @@ def test_permissive_is_the_default_nulls_what_does_not_fit_and_keeps_the_text(
 
     # As Spark's JSON reader: what fits is kept, a number or object into STRING is its text.
     assert [tuple(r)[1:3] for r in rows] == [
-        (1, "one"), (None, "5"), (None, None), (None, '{"k": 1}'), (3, "true")]
+        (1, "one"), (None, "5"), (None, None), (None, '{"k":1}'), (3, "true")]
     assert [r.d for r in rows if r.offset != offset_of(3)] == [2.0, 1.5, None, 3.0]
     assert [r._corrupt_record for r in rows] == [None, LINES[1], LINES[2], LINES[3], None]
     assert rows[3].d != rows[3].d  # "NaN" into DOUBLE is NaN, as Spark's reader has it.
@@ -171,8 +171,11 @@ def test_values_arrow_refused_without_a_row_name_their_journal_and_offset(
 def test_a_duplicate_column_is_refused_at_planning_in_one_line(spark: Any,
                                                                address: str) -> None:
     line = refusal(read(spark, address, MIXED, "id BIGINT, id BIGINT"))
-    assert line == ("gazette_core.errors.ValidationError: schema column id: named twice; a "
-                    "column's name must be unique (also id)")
+    assert line == ("gazette_core.errors.ValidationError: schema column id: named twice; "
+                    "each column's name must be unique, whatever its case")
+    line = refusal(read(spark, address, MIXED, "id BIGINT, ID STRING"))
+    assert line.endswith("schema column ID: named twice (also spelt id); each column's name "
+                         "must be unique, whatever its case")
     line = refusal(read(spark, address, MIXED, "n BIGINT", mode="lenient"))
     assert "option mode: 'lenient' is not one of PERMISSIVE, DROPMALFORMED, FAILFAST" in line
 
