@@ -62,8 +62,9 @@ def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBl
     after = read[1:]
     columns = {"journal": repeated(journal, n),
                "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
-               "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
-               "timestamp": publish_times(ids.clock)}
+               "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36)}
+    if "timestamp" in schema.names:
+        columns["timestamp"] = publish_times(ids.clock)
     bad = np.zeros(n, dtype=bool)
     if [f.name for f in docs] == ["fields"]:
         columns["fields"] = _lists(after, n).cast(schema.field("fields").type)

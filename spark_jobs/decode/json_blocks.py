@@ -167,9 +167,10 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
         "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
         "uuid": uuid,
         "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
-        "timestamp": publish_times(ids.clock),
         "value": _lines(block.data, bounds),
     }
+    if "timestamp" in schema.names:
+        columns["timestamp"] = publish_times(ids.clock)
     for name, field in fields.items():
         column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
         if column is None:
