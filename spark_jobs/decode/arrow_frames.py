@@ -106,14 +106,16 @@ def task_schema_json(schema: StructType, mode: str = PERMISSIVE,
 
 
 def task_schema(kind: str, schema_json: str) -> pa.Schema:
-    """The Arrow schema of a task's batches, from task_schema_json's text ("": the default
-    columns; plain StructType JSON: FAILFAST, as before modes)."""
+    """The Arrow schema of a task's batches, from task_schema_json's text ("": the executor
+    row, without `timestamp`; plain StructType JSON: FAILFAST, as before modes)."""
     import json
 
     from pyspark.sql.types import StructType
 
-    if not schema_json:
-        return output_schema(kind, None)
+    if not schema_json:  # The executor row of read_journals (columns.row_schema).
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(row_schema(kind), timezone="UTC")
     parsed = json.loads(schema_json)
     return output_schema(kind, StructType.fromJson(parsed), parsed.get("mode", ""),
                          parsed.get("columnNameOfCorruptRecord", CORRUPT_DEFAULT))
