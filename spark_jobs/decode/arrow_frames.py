@@ -19,8 +19,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gazette_core.errors import ValidationError
-from spark_jobs.decode.columns import META, row_schema
+from spark_jobs.decode.columns import SOURCE_META, row_schema, source_row_schema
 from spark_jobs.decode.content import CSV, JSON
+from spark_jobs.decode.parse_modes import (
+    CORRUPT_DEFAULT,
+    CORRUPT_KEY,
+    MODE_KEY,
+    PERMISSIVE,
+    ParseMode,
+)
+from spark_jobs.decode.uuid_columns import publish_times
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,18 +37,20 @@ if TYPE_CHECKING:
 _ROW = re.compile(r"\brow (\d+)")
 
 
-def spark_columns(kind: str, schema: StructType | None) -> StructType:
+def spark_columns(kind: str, schema: StructType | None, corrupt: str = CORRUPT_DEFAULT
+                  ) -> StructType:
     """The DataFrame's columns for journals of `kind`: the schema given, checked, or else
-    the undecoded row (columns.row_schema)."""
-    base = row_schema(kind)
+    the undecoded row (columns.source_row_schema)."""
+    base = source_row_schema(kind)
     if schema is None:
         return base
+    check_columns(schema, corrupt)
     if kind not in (JSON, CSV):
         if [f.name for f in schema.fields] != base.names:
             raise ValidationError("schema", "journals without a message framing have the "
                                   f"columns {', '.join(base.names)}; a schema cannot change them")
         return base
-    meta = {f.name: f for f in base.fields if f.name in META}
+    meta = {f.name: f for f in base.fields if f.name in SOURCE_META}
     for f in schema.fields:
         if f.name in meta and f.dataType != meta[f.name].dataType:
             raise ValidationError(f"schema column {f.name}", "a metadata column; its type is "
@@ -49,16 +59,66 @@ def spark_columns(kind: str, schema: StructType | None) -> StructType:
     return schema
 
 
+def check_columns(schema: StructType, corrupt: str) -> None:
+    """Refuse a schema naming a column twice, or whose corrupt-record column is no string."""
+    from pyspark.sql.types import StringType
+
+    seen: dict[str, str] = {}
+    for f in schema.fields:
+        # Spark compares column names without case (spark.sql.caseSensitive is false).
+        if f.name.lower() in seen:
+            other = seen[f.name.lower()]
+            spelt = f" (also spelt {other})" if other != f.name else ""
+            raise ValidationError(f"schema column {f.name}", f"named twice{spelt}; each "
+                                  "column's name must be unique, whatever its case")
+        seen[f.name.lower()] = f.name
+        if f.name == corrupt and f.dataType != StringType():
+            raise ValidationError(f"schema column {f.name}", "the column of malformed records "
+                                  "(columnNameOfCorruptRecord) must be a string, not "
+                                  f"{f.dataType.simpleString()}")
+
+
 def document_name(column: str) -> str:
     """The document field a column holds: `doc_journal` holds the document's `journal`."""
-    return column[4:] if column.startswith("doc_") and column[4:] in META else column
+    return column[4:] if column.startswith("doc_") and column[4:] in SOURCE_META else column
 
 
-def output_schema(kind: str, schema: StructType | None) -> pa.Schema:
-    """The Arrow schema of the record batches a task yields."""
+def output_schema(kind: str, schema: StructType | None, mode: str = "",
+                  corrupt: str = CORRUPT_DEFAULT) -> pa.Schema:
+    """The Arrow schema of the record batches a task yields; `mode` (parse_modes.py), when
+    given, rides in its metadata to the decoders."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(spark_columns(kind, schema), timezone="UTC")
+    out = to_arrow_schema(spark_columns(kind, schema, corrupt), timezone="UTC")
+    if not mode:
+        return out
+    return out.with_metadata({MODE_KEY: mode.encode(), CORRUPT_KEY: corrupt.encode()})
+
+
+def task_schema_json(schema: StructType, mode: str = PERMISSIVE,
+                     corrupt: str = CORRUPT_DEFAULT) -> str:
+    """A task's schema as JSON (StructType.json) with the read's parse mode beside it;
+    a schema check_columns refuses is refused here, as the reader is made."""
+    import json
+
+    check_columns(schema, corrupt)
+    return json.dumps({**schema.jsonValue(), "mode": mode, "columnNameOfCorruptRecord": corrupt})
+
+
+def task_schema(kind: str, schema_json: str) -> pa.Schema:
+    """The Arrow schema of a task's batches, from task_schema_json's text ("": the executor
+    row, without `timestamp`; plain StructType JSON: FAILFAST, as before modes)."""
+    import json
+
+    from pyspark.sql.types import StructType
+
+    if not schema_json:  # The executor row of read_journals (columns.row_schema).
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(row_schema(kind), timezone="UTC")
+    parsed = json.loads(schema_json)
+    return output_schema(kind, StructType.fromJson(parsed), parsed.get("mode", ""),
+                         parsed.get("columnNameOfCorruptRecord", CORRUPT_DEFAULT))
 
 
 def batch_of_rows(kind: str, rows: Sequence[tuple[Any, ...]], schema: pa.Schema
@@ -67,16 +127,29 @@ def batch_of_rows(kind: str, rows: Sequence[tuple[Any, ...]], schema: pa.Schema
     import pyarrow as pa
 
     base = row_schema(kind).names
-    if kind not in (JSON, CSV) or schema.names == base:
+    if kind not in (JSON, CSV):
         return pa.RecordBatch.from_pylist(
             [dict(zip(base, row, strict=True)) for row in rows], schema=schema)
-    docs = pa.schema([f for f in schema if f.name not in META])
+    corrupt = ParseMode.of(schema).corrupt  # null: a block Arrow refused fails whole here
+    docs = pa.schema([f for f in schema if f.name not in (*SOURCE_META, *base, corrupt)])
     decoded = dict(zip(docs.names, json_columns(rows, docs) if kind == JSON
                        else csv_columns(rows, docs), strict=True))
-    columns = [decoded[f.name] if f.name not in META
-               else pa.array([row[META.index(f.name)] for row in rows], type=f.type)
+    columns = [decoded[f.name] if f.name in decoded
+               else _times(rows) if f.name == "timestamp"
+               else pa.nulls(len(rows), f.type) if f.name == corrupt
+               else pa.array([row[base.index(f.name)] for row in rows], type=f.type)
                for f in schema]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _times(rows: Sequence[tuple[Any, ...]]) -> pa.Array:
+    """The publish time of each row, from its UUID (row[2]; None: no UUID)."""
+    import numpy as np
+
+    from gazette_core.message.uuid import parse_text
+
+    return publish_times(np.array([parse_text(row[2])[0] if row[2] else 0 for row in rows],
+                                  dtype=np.uint64))
 
 
 def json_columns(rows: Sequence[tuple[Any, ...]], docs: pa.Schema) -> list[pa.Array]:

@@ -36,6 +36,7 @@ from spark_jobs.decode.json_blocks import (
     leading_uuids,
     line_ends,
 )
+from spark_jobs.decode.parse_modes import PERMISSIVE
 from spark_jobs.decode.rows import message_row
 from spark_jobs.decode.uuid_columns import UUIDColumns
 
@@ -72,7 +73,8 @@ async def bulk_states(task: JournalTask, begin: int, end: int,
                       producers: tuple[ProducerState, ...]) -> tuple[ProducerState, ...]:
     """The producers' states at `end`, from theirs at `begin` and the UUIDs between."""
     sequencer = BulkSequencer(begin, producers, hold=False)
-    ids_only = output_schema(task.kind, None)
+    # Records that do not decode carry no UUID: the scan passes them, the read's mode says.
+    ids_only = output_schema(task.kind, None, PERMISSIVE)
     number = 0
     async for block in blocks(task, begin, end, _ends(task)):
         found = leading_uuids(block, _ends(task)) if task.kind == JSON else None

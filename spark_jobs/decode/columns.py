@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 META = ("journal", "offset", "uuid", "producer")
+# The data source's metadata: META and each message's publish time, from its UUID's clock.
+SOURCE_META = (*META, "timestamp")
 
 
 def row_schema(kind: str) -> StructType:
@@ -40,6 +42,18 @@ def row_schema(kind: str) -> StructType:
         return StructType([*head, StructField("uuid", StringType(), True),
                            StructField("producer", StringType(), True), value])
     return StructType([*head, StructField("data", BinaryType(), False)])
+
+
+def source_row_schema(kind: str) -> StructType:
+    """The data source's columns without a schema: row_schema's, with `timestamp` (the
+    publish time, null without a UUID) after `producer` for message journals."""
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    base = row_schema(kind)
+    if kind not in (JSON, CSV):
+        return base
+    return StructType([*base.fields[:4], StructField("timestamp", TimestampType(), True),
+                       *base.fields[4:]])
 
 
 def parse_schema(schema: StructType | str | None) -> StructType | None:
@@ -88,7 +102,7 @@ def _json_columns(spark: SparkSession, base: DataFrame, given: StructType | None
 
 def column_name(field: str) -> str:
     """The column of a message field: `doc_` first when a metadata column has its name."""
-    return f"doc_{field}" if field in META else field
+    return f"doc_{field}" if field in SOURCE_META else field
 
 
 def infer_json_schema(spark: SparkSession, base: DataFrame) -> StructType:

@@ -6,8 +6,12 @@ own splitter reads them, that is a newline preceded by an even number of
 quotes. Without a schema the fields after the UUID are the `fields` column;
 with one, the document columns are those fields in order, cast from their
 text ("" is null but for strings) and null past the end of a short row.
-A block Arrow cannot take whole (rows of different widths, a blank line, a
-field that does not cast) gives None: the caller decodes it row by row.
+A field that does not cast follows the read's mode (parse_modes.py): null
+(PERMISSIVE, the row's text in the corrupt-record column), the row left out
+(DROPMALFORMED), or FAILFAST: the block goes row by row, naming the field.
+Rows of several widths are split here, one at a time; a block with a blank
+line or a row without a UUID gives None: the caller decodes it row by row,
+which names the record at fault.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv as pacsv
 
-from spark_jobs.decode.columns import META
+from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.decode.json_blocks import Block, DecodedBlock, repeated, uuid_column
-from spark_jobs.decode.uuid_columns import parse_uuids
+from spark_jobs.decode.parse_modes import DROPMALFORMED, FAILFAST, ParseMode
+from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids, publish_times
 
 
 def csv_ends(data: bytes | bytearray) -> np.ndarray:
@@ -37,30 +42,52 @@ def decode_csv_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBl
     """Every row of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
     bounds = block.bounds(csv_ends)
     n = len(bounds) - 1
+    parse = ParseMode.of(schema)
+    docs = [f for f in schema if f.name not in SOURCE_META and f.name != parse.corrupt]
     table = _read(block.data, bounds)
-    if table is None or table.num_rows != n:
+    if table is not None and table.num_rows == n:
+        read = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    elif [f.name for f in docs] != ["fields"]:
+        split = _split(block.data, bounds)  # rows of several widths
+        if split is None:
+            return None
+        read = split
+    else:
         return None
-    raw_uuid = table.column(0).combine_chunks()
+    raw_uuid = read[0]
     ids = parse_uuids(raw_uuid)
     if ids is None or pc.any(pc.equal(raw_uuid, "")).as_py():
         return None  # The framing refuses a row without a UUID: let it say so.
     uuid = uuid_column(raw_uuid)
-    after = [table.column(i).combine_chunks() for i in range(1, table.num_columns)]
+    after = read[1:]
     columns = {"journal": repeated(journal, n),
                "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
                "uuid": uuid, "producer": pc.utf8_slice_codeunits(uuid, 24, 36)}
-    docs = [f for f in schema if f.name not in META]
+    if "timestamp" in schema.names:
+        columns["timestamp"] = publish_times(ids.clock)
+    bad = np.zeros(n, dtype=bool)
     if [f.name for f in docs] == ["fields"]:
         columns["fields"] = _lists(after, n).cast(schema.field("fields").type)
     else:
         for i, f in enumerate(docs):
             text = after[i] if i < len(after) else pa.nulls(n, pa.string())
-            try:
-                columns[f.name] = _typed(text, f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                return None
+            typed = _typed_each(text, f.type, parse.mode)
+            if typed is None:
+                return None  # FAILFAST: record by record, which names the field at fault.
+            columns[f.name], misfits = typed
+            bad |= misfits
+    if parse.corrupt:
+        columns[parse.corrupt] = pc.if_else(pa.array(bad), _lines(block.data, bounds),
+                                            pa.scalar(None, pa.string()))
+    offsets = block.base + bounds[:-1]
+    if parse.mode == DROPMALFORMED and bad.any():
+        keep = ~bad
+        ids = UUIDColumns(clock=ids.clock[keep], flags=ids.flags[keep],
+                          producer=ids.producer[keep])
+        offsets = offsets[keep]
+        columns = {name: column.filter(pa.array(keep)) for name, column in columns.items()}
     batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
-    return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+    return DecodedBlock(offsets=offsets, ids=ids, batch=batch)
 
 
 def _read(data: bytes, bounds: np.ndarray) -> pa.Table | None:
@@ -83,6 +110,24 @@ def _read(data: bytes, bounds: np.ndarray) -> pa.Table | None:
         return None
 
 
+def _split(data: bytes, bounds: np.ndarray) -> list[pa.Array] | None:
+    """The block's fields by position, rows of any width (null past a short row's end), as
+    the framing splits them; None if a row is blank or not UTF-8."""
+    rows = []
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        try:
+            text = data[start:stop].decode()
+        except UnicodeDecodeError:
+            return None
+        row = next(csv.reader(io.StringIO(text, newline="")), [])
+        if not row:
+            return None
+        rows.append(row)
+    width = max(len(row) for row in rows)
+    return [pa.array([row[i] if i < len(row) else None for row in rows], type=pa.string())
+            for i in range(width)]
+
+
 def _lists(after: list[pa.Array], n: int) -> pa.Array:
     """Row by row, the fields after the UUID as a list."""
     width = len(after)
@@ -93,6 +138,32 @@ def _lists(after: list[pa.Array], n: int) -> pa.Array:
     order = (np.arange(n)[:, None] + np.arange(width)[None, :] * n).reshape(-1)
     offsets = pa.array(np.arange(n + 1, dtype=np.int32) * width)
     return pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)))
+
+
+def _typed_each(text: pa.Array, kind: pa.DataType, mode: str
+                ) -> tuple[pa.Array, np.ndarray] | None:
+    """The column of `kind` and where its values did not cast (null there); None if one
+    did not and `mode` is FAILFAST."""
+    try:
+        return _typed(text, kind), np.zeros(len(text), dtype=bool)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if mode == FAILFAST:
+            return None
+    values, misfits = [], np.zeros(len(text), dtype=bool)
+    for i, value in enumerate(text.to_pylist()):
+        try:
+            values.append(_typed(pa.array([value], type=pa.string()), kind)[0].as_py())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            values.append(None)
+            misfits[i] = True
+    return pa.array(values, type=kind), misfits
+
+
+def _lines(data: bytes, bounds: np.ndarray) -> pa.Array:
+    """Each record's text without its line ending."""
+    lines = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds.astype(np.int32)),
+                                        pa.py_buffer(data))
+    return pc.utf8_rtrim(lines, characters="\r\n")
 
 
 def _typed(text: pa.Array, kind: pa.DataType) -> pa.Array:

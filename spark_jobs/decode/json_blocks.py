@@ -5,13 +5,15 @@ BLOCK_BYTES ending at a newline. `decode_block` reads a block with Arrow's
 JSON reader, the message UUIDs with uuid_columns, and builds the output
 columns (arrow_frames) for every record of the block; which of them are
 committed is bulk_sequence's to say. A block Arrow cannot take whole (a blank
-line, a document that does not fit the schema, a UUID spelt another way)
-gives None, and the caller decodes it message by message, which names the
-offending record.
+line, a document that does not fit the schema, a UUID spelt another way, a
+MAP column) is decoded record by record (parse_modes.py), with Spark's
+coercions and the read's parse mode, naming the offending record.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -23,9 +25,10 @@ from pyarrow import json as pajson
 
 from gazette_core.message.reader import MessageDecodeError
 from spark_jobs.decode.arrow_frames import document_name
-from spark_jobs.decode.columns import META
+from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.decode.content import JournalTask, content
-from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids
+from spark_jobs.decode.parse_modes import ParseMode, decode_records
+from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids, publish_times
 
 BLOCK_BYTES = 4 << 20
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -120,18 +123,35 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
     return None if ids is None else (block.base + starts, ids)
 
 
-def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock | None:
-    """Every record of `block` in `schema`'s columns, or None if Arrow cannot take it whole."""
+def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock:
+    """Every record of `block` in `schema`'s columns: in bulk with Arrow, or else record by
+    record with Spark's coercions and the read's parse mode (parse_modes.py)."""
     bounds = block.bounds()
+    fields = {f.name: document_name(f.name) for f in schema
+              if f.name not in (*SOURCE_META, "value", "fields", ParseMode.of(schema).corrupt)}
+    fast = _bulk(journal, block, bounds, schema, fields)
+    if fast is not None:
+        return fast
+    offsets, ids, batch = decode_records(journal, block.base, block.data, bounds, schema,
+                                         fields)
+    return DecodedBlock(offsets=offsets, ids=ids, batch=batch)
+
+
+def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
+          fields: dict[str, str]) -> DecodedBlock | None:
+    """The block decoded by Arrow's JSON reader, or None if it cannot take it whole."""
     n = len(bounds) - 1
-    docs = [f for f in schema if f.name not in META and f.name not in ("value", "fields")]
-    read = pa.schema([pa.field("uuid", pa.string()),
-                      *(f.with_name(document_name(f.name)) for f in docs)])
+    read = [pa.field("uuid", pa.string())]
+    for name, field in fields.items():
+        kind = readable(schema.field(name).type)
+        if kind is None:
+            return None
+        read.append(pa.field(field, kind))
     try:
         table = pajson.read_json(
             io.BytesIO(block.data),
             read_options=pajson.ReadOptions(block_size=len(block.data) + 1, use_threads=False),
-            parse_options=pajson.ParseOptions(explicit_schema=read,
+            parse_options=pajson.ParseOptions(explicit_schema=pa.schema(read),
                                               unexpected_field_behavior="ignore"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
@@ -149,10 +169,52 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
         "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
         "value": _lines(block.data, bounds),
     }
-    for f in docs:
-        columns[f.name] = table.column(document_name(f.name)).combine_chunks()
-    batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+    if "timestamp" in schema.names:
+        columns["timestamp"] = publish_times(ids.clock)
+    for name, field in fields.items():
+        column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
+        if column is None:
+            return None
+        columns[name] = column
+    batch = pa.RecordBatch.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
+        schema=schema)
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def readable(kind: pa.DataType) -> pa.DataType | None:
+    """The type Arrow's JSON reader reads a column of `kind` as: DATE and BINARY as their
+    text (from_text converts it), None for a type it cannot read (a MAP, or a DATE or
+    BINARY within a nested type)."""
+    if pa.types.is_date32(kind) or pa.types.is_binary(kind):
+        return pa.string()
+    return kind if _native(kind) else None
+
+
+def _native(kind: pa.DataType) -> bool:
+    if pa.types.is_map(kind) or pa.types.is_date32(kind) or pa.types.is_binary(kind):
+        return False
+    if pa.types.is_list(kind):
+        return _native(kind.value_type)
+    if pa.types.is_struct(kind):
+        return all(_native(f.type) for f in kind)
+    return True
+
+
+def from_text(column: pa.Array, kind: pa.DataType) -> pa.Array | None:
+    """A column read by Arrow as `readable(kind)`, as `kind`; None if a value does not fit."""
+    if column.type == kind:
+        return column
+    try:
+        if pa.types.is_date32(kind):
+            valid = pc.match_substring_regex(column, r"^\d{4}-\d{2}-\d{2}$")
+            if not pc.all(pc.or_kleene(valid, pc.is_null(column))).as_py():
+                return None
+            return column.cast(kind)
+        return pa.array([None if v is None else base64.b64decode(v, validate=True)
+                         for v in column.to_pylist()], type=kind)
+    except (pa.ArrowInvalid, ValueError, binascii.Error):
+        return None
 
 
 def uuid_column(raw: pa.Array) -> pa.Array:

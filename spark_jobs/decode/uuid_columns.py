@@ -117,3 +117,16 @@ def uuid_text(producer: bytes, clocks: np.ndarray, flags: int) -> bytes:
     text = np.full((n, 36), ord("-"), dtype=np.uint8)
     text[:, _TEXT] = digits
     return text.tobytes()
+
+
+GREGORIAN_OFFSET = 122192928000000000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+
+
+def publish_times(clock: np.ndarray) -> pa.Array:
+    """Each clock's publish time (its UUID's 60-bit timestamp, in 100 ns intervals since
+    1582-10-15, to microseconds since 1970 in UTC); null where there is no UUID (0)."""
+    import pyarrow as pa
+
+    ticks = (clock.astype(np.uint64) >> np.uint64(4)).astype(np.int64)
+    micros = (ticks - GREGORIAN_OFFSET) // 10
+    return pa.array(micros, type=pa.timestamp("us", tz="UTC"), mask=clock == 0)

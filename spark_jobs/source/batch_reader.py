@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_jobs.decode.arrow_frames import spark_columns
-from spark_jobs.decode.columns import row_schema
+from spark_jobs.decode.arrow_frames import spark_columns, task_schema_json
+from spark_jobs.decode.columns import source_row_schema
 from spark_jobs.selection import SPARK, list_selection
 from spark_jobs.source.frame_plan import plan_frame, shared_kind
 from spark_jobs.source.offset_checks import check_offsets
@@ -42,14 +42,14 @@ def default_schema(options: ReadOptions) -> StructType:
     """The columns of the selected journals' framing, when no schema is given."""
     selection = list_selection(options.broker, options.selector, options.timeout,
                                options.client)
-    return row_schema(shared_kind([spec for spec, _ in selection.journals], SPARK))
+    return source_row_schema(shared_kind([spec for spec, _ in selection.journals], SPARK))
 
 
 class BatchReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self.schema_json = schema.json()
+        self.schema_json = task_schema_json(schema, options.mode, options.corrupt_column)
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.options
@@ -58,7 +58,7 @@ class BatchReader(DataSourceReader):
                           file_root=o.file_root, file_only=o.file_only, client=o.client,
                           ring_size=o.ring_size, words=SPARK)
         # A schema that does not fit the journals is refused before any task runs.
-        spark_columns(plan.kind, self.schema)
+        spark_columns(plan.kind, self.schema, o.corrupt_column)
         starting, ending = read_offsets(
             o.starting_offsets, o.ending_offsets,
             [spec.name for spec, _ in selection.journals] + selection.suspended)

@@ -21,6 +21,7 @@ from gazette_core.broker.client.channel import ClientConfig, default_address
 from gazette_core.errors import ValidationError
 from gazette_core.server.client_auth import CallAuth
 from gazette_core.server.tls import ClientTLS
+from spark_jobs.decode.parse_modes import CORRUPT_DEFAULT, MODES, PERMISSIVE
 from spark_jobs.selection import FILE_ONLY_ENV, FILE_ROOT_ENV, TRUE
 from spark_jobs.source import option_names
 
@@ -34,10 +35,13 @@ LATEST = -1
 CLIENT_OPTIONS = ("broker", "tlsCertFile", "tlsKeyFile", "tlsCaFile", "authToken", "authKeys")
 # Where executors find fragments: shared by batch and streaming reads.
 STORE_OPTIONS = ("fileRoot", "fileOnly")
+# How documents that do not fit the schema are read (decode/parse_modes.py): both kinds.
+PARSE_OPTIONS = ("mode", "columnNameOfCorruptRecord")
 BATCH_READ_OPTIONS = ("selector", "since", "unpersisted", "splitBytes", "startingOffsets",
-                      "endingOffsets", "failOnDataLoss", "ringSize", "timeout", "path")
+                      "endingOffsets", "failOnDataLoss", "ringSize", "timeout", "path",
+                      *PARSE_OPTIONS)
 STREAM_READ_OPTIONS = ("selector", "splitBytes", "startingOffsets", "maxBytesPerTrigger",
-                       "failOnDataLoss", "ringSize", "timeout", "path")
+                       "failOnDataLoss", "ringSize", "timeout", "path", *PARSE_OPTIONS)
 
 # What each kind of read takes, in the order messages list them.
 READ_MODES = {"batch read": BATCH_READ_OPTIONS + CLIENT_OPTIONS + STORE_OPTIONS,
@@ -62,6 +66,8 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     ring_size: int = DEFAULT_RING_SIZE
     timeout: float = 30.0
+    mode: str = PERMISSIVE  # PERMISSIVE, DROPMALFORMED or FAILFAST, as Spark's JSON reader
+    corrupt_column: str = CORRUPT_DEFAULT  # columnNameOfCorruptRecord
 
 
 def check_known(options: Mapping[str, str], known: tuple[str, ...], what: str) -> None:
@@ -186,6 +192,8 @@ def read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadO
         fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
         ring_size=parse_int(options, "ringSize", DEFAULT_RING_SIZE, minimum=1),
         timeout=parse_float(options, "timeout", 30.0),
+        mode=parse_mode(options),
+        corrupt_column=option(options, "columnNameOfCorruptRecord") or CORRUPT_DEFAULT,
     )
 
 
@@ -218,3 +226,11 @@ def max_bytes(options: Mapping[str, str]) -> int:
     except ValidationError:
         raise ValidationError("option maxBytesPerTrigger", f"{given!r} is not a positive whole "
                               "number of bytes; leave the option out for no limit") from None
+
+
+def parse_mode(options: Mapping[str, str]) -> str:
+    """The `mode` option, in any case (as Spark takes it)."""
+    value = (option(options, "mode") or PERMISSIVE).strip()
+    if value.upper() not in MODES:
+        raise ValidationError("option mode", f"{value!r} is not one of {', '.join(MODES)}")
+    return value.upper()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from gazette_core.broker.client.channel import close_channels
 from spark_jobs.decode import bulk_sequence
-from spark_jobs.decode.arrow_frames import batch_of_rows, output_schema
+from spark_jobs.decode.arrow_frames import batch_of_rows, task_schema
 from spark_jobs.decode.bulk_range import bulk_batches, bulk_states
 from spark_jobs.decode.content import RAW, JournalTask
 from spark_jobs.decode.rows import raw_rows
@@ -70,7 +70,7 @@ async def _raw_batches(task: RangeTask, schema: Any) -> AsyncIterator[pa.RecordB
 
 def read_range(task: RangeTask) -> Iterator[pa.RecordBatch]:
     """The task's committed messages (RAW: its bytes) as record batches of `output_schema`."""
-    schema = output_schema(task.source.kind, task.schema())
+    schema = task_schema(task.source.kind, task.schema_json)
     if task.source.kind == RAW:
         batches = _raw_batches(task, schema)
     else:

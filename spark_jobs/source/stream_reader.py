@@ -32,6 +32,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from gazette_core.errors import GazetteError, ValidationError
+from spark_jobs.decode.arrow_frames import task_schema_json
 from spark_jobs.decode.bulk_sequence import forget_idle
 from spark_jobs.source.batch_reader import RangePartition
 from spark_jobs.source.offset_checks import check_stream_start
@@ -73,7 +74,7 @@ class DataLoss(GazetteError):
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
-        self.schema_json = schema.json()
+        self.schema_json = task_schema_json(schema, options.mode, options.corrupt_column)
         self.starting = parse_starting(options.starting_offsets)
         self.kind = ""
         self.target: dict[str, int] | None = None  # Trigger.AvailableNow's heads

@@ -215,7 +215,7 @@ def test_bad_input_is_refused_in_one_line(
         "metadata type": (f"name={JSON_J}", "offset STRING, n BIGINT", {},
                           bad + "schema column offset: a metadata column; its type is bigint, "
                           "not string"),
-        "document misfit": (f"name={JSON_J}", "offset BIGINT, text BIGINT", {},
+        "document misfit": (f"name={JSON_J}", "offset BIGINT, text BIGINT", {"mode": "FAILFAST"},
                             bad + f"schema: {JSON_J} offset "),
         "protobuf": (f"name={P}/proto", None, {},
                      bad + f"option selector: journal {P}/proto holds protobuf messages"),
