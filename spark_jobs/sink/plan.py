@@ -23,6 +23,7 @@ from gazette_core.broker.protocol.names_ext import validate_journal_name
 from gazette_core.broker.protocol.selector_ext import parse_selector
 from gazette_core.errors import GazetteError, ValidationError
 from gazette_core.message.framing import content_type
+from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.sink.encode import kind_of
 from spark_jobs.sink.options import ROUTE_COLUMN, SinkOptions
 
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
 
 JOURNAL, COLUMN, PARTITIONS = "journal", "column", "partitions"
 VALUE_COLUMN = "value"
-# The metadata columns of a read that a write does not carry into messages.
-READ_METADATA = ("uuid", "producer", "offset")
+# The metadata columns of a read that a write does not carry into messages (its journal
+# column is kept apart: it names the journal read, and routes only when asked).
+READ_METADATA = tuple(c for c in SOURCE_META if c != ROUTE_COLUMN)
 
 
 @dataclass(frozen=True)
