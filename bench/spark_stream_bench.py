@@ -9,8 +9,9 @@ before its append to the collection of the batch holding it.
 
 `spark_stream_first_batch_s`: the session's first streaming query
 (`processingTime`, 100 ms) on a journal holding ten messages, from `start()`
-until its first micro-batch reaches `foreachBatch`, the stack idle. Part of spark_source_bench.py's run, or
-alone: `python -m bench.spark_stream_bench`.
+until its first micro-batch reaches `foreachBatch`, the stack idle.
+
+Part of spark_source_bench.py's run, or alone: `python -m bench.spark_stream_bench`.
 """
 
 from __future__ import annotations
