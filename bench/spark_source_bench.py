@@ -162,7 +162,7 @@ def measure(stack: local_stack.Stack, tmp: Path) -> dict[str, float | str]:
                                                   str(stack.directory / "fragments"), total))
         out.update(guarded("spark_write", lambda: writes(spark, broker)))
         out.update(guarded("spark_stream", lambda: spark_stream_bench.measure(
-            spark, broker, tmp / "checkpoint")))
+            spark, broker, tmp / "checkpoint", str(stack.directory / "fragments"))))
     finally:
         stop_session()
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}

@@ -5,8 +5,13 @@
 as soon as the previous one ends) hands each micro-batch to `foreachBatch`,
 which collects its rows on the driver. Messages are appended one at a time,
 the next once the previous has arrived; a message's latency runs from just
-before its append to the collection of the batch holding it. Part of
-spark_source_bench.py's run.
+before its append to the collection of the batch holding it.
+
+`spark_stream_first_batch_s`: the session's first streaming query
+(`processingTime`, 100 ms) on a journal holding ten messages, from `start()`
+until its first micro-batch reaches `foreachBatch`, the stack idle.
+
+Part of spark_source_bench.py's run, or alone: `python -m bench.spark_stream_bench`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -100,11 +106,42 @@ async def appended(broker: str, arrivals: Arrivals, query: StreamingQuery) -> li
         return await latencies(stub, arrivals, query)
 
 
-def measure(spark: SparkSession, broker: str, checkpoint: Path) -> dict[str, float]:
+async def prefill(broker: str) -> None:
+    """Messages for the first query's first micro-batch (numbered below the latency run's)."""
+    async with journal_stub(broker) as stub:
+        await append_retrying(stub, JOURNAL, b"".join(line(-n) for n in range(1, 11)))
+
+
+def first_batch(spark: SparkSession, broker: str, file_root: str, checkpoint: Path) -> float:
+    """Seconds from a new processingTime query's start to its first micro-batch."""
+    arrived = threading.Event()
+    stream = spark.readStream.format(FORMAT).option("selector", "app=bench-spark-stream") \
+        .option("broker", broker).option("fileRoot", file_root).schema("n LONG").load()
+    started = time.perf_counter()
+    query = stream.writeStream.foreachBatch(lambda _df, _id: arrived.set()) \
+        .option("checkpointLocation", str(checkpoint)) \
+        .trigger(processingTime="100 milliseconds").start()
+    try:
+        deadline = time.monotonic() + ARRIVAL_LIMIT_S
+        while not arrived.wait(0.01):
+            if not query.isActive or time.monotonic() > deadline:
+                raise RuntimeError(f"no micro-batch: {query.exception() or query.status}")
+        return time.perf_counter() - started
+    finally:
+        query.stop()
+
+
+def measure(spark: SparkSession, broker: str, checkpoint: Path,
+            file_root: str = "") -> dict[str, float]:
+    """The latencies; `file_root` is the brokers' (the first batch reads persisted content)."""
     asyncio.run(create_journal(broker))
+    asyncio.run(prefill(broker))
+    time.sleep(1)  # An idle stack when the first query starts.
+    file_root = file_root or os.environ.get("BROKER_FILE_ROOT", "")
+    first_s = first_batch(spark, broker, file_root, checkpoint.with_name("first-batch"))
     arrivals = Arrivals()
     stream = spark.readStream.format(FORMAT).option("selector", "app=bench-spark-stream") \
-        .option("broker", broker).schema("n LONG").load()
+        .option("broker", broker).option("fileRoot", file_root).schema("n LONG").load()
     query = stream.writeStream.foreachBatch(arrivals.batch) \
         .option("checkpointLocation", str(checkpoint)).start()
     try:
@@ -113,4 +150,30 @@ def measure(spark: SparkSession, broker: str, checkpoint: Path) -> dict[str, flo
         query.stop()
     ms.sort()
     return {"spark_stream_latency_p50_ms": ms[len(ms) // 2],
-            "spark_stream_latency_p99_ms": ms[int(len(ms) * 0.99)]}
+            "spark_stream_latency_p99_ms": ms[int(len(ms) * 0.99)],
+            "spark_stream_first_batch_s": first_s}
+
+
+def main() -> None:
+    """The streaming figures alone, on a one-broker stack of their own."""
+    from gazette_core.local import stack as local_stack
+    from spark_jobs.datasource import register
+    from spark_jobs.session import get_session, stop_session
+
+    with tempfile.TemporaryDirectory(prefix="gazette-bench-stream-") as tmp:
+        stack = local_stack.up(Path(tmp) / "stack", brokers=1, zones=1, activate=False)
+        try:
+            spark = get_session("local[*]", app_name="gazette-bench-stream")
+            register(spark)
+            try:
+                figures = measure(spark, stack.brokers[0].endpoint, Path(tmp) / "checkpoint",
+                                  str(stack.directory / "fragments"))
+            finally:
+                stop_session()
+        finally:
+            local_stack.down(stack.directory)
+    print(json.dumps({k: round(v, 3) for k, v in figures.items()}, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

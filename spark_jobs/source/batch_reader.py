@@ -16,7 +16,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_jobs.decode.arrow_frames import spark_columns, task_schema_json
 from spark_jobs.decode.columns import source_row_schema
-from spark_jobs.selection import SPARK, list_selection
+from spark_jobs.decode.content import JSON
+from spark_jobs.selection import SPARK, NothingMatched, list_selection
 from spark_jobs.source.frame_plan import plan_frame, shared_kind
 from spark_jobs.source.offset_checks import check_offsets
 from spark_jobs.source.options import ReadOptions
@@ -40,8 +41,13 @@ class RangePartition(InputPartition):
 
 def default_schema(options: ReadOptions) -> StructType:
     """The columns of the selected journals' framing, when no schema is given."""
-    selection = list_selection(options.broker, options.selector, options.timeout,
-                               options.client)
+    try:
+        selection = list_selection(options.broker, options.selector, options.timeout,
+                                   options.client)
+    except NothingMatched:
+        # A stream may start (or restart) before any journal matches: JSON lines' columns.
+        # A batch read still fails at planning, naming the selector.
+        return source_row_schema(JSON)
     return source_row_schema(shared_kind([spec for spec, _ in selection.journals], SPARK))
 
 

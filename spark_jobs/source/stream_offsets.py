@@ -65,6 +65,17 @@ def decode(offset: dict[str, Any]) -> Positions:
                               f"gazette source (a checkpoint of another source?): {err}") from err
 
 
+def lag_metrics(heads: dict[str, int], ends: dict[str, int]) -> dict[str, int | float]:
+    """Bytes each journal's planned end trails its write head, as Kafka's source reports
+    offsets behind latest: average, largest and smallest over the journals (0 for none)."""
+    behind = [max(0, head - ends.get(name, head)) for name, head in heads.items()]
+    if not behind:
+        return {"avgOffsetsBehindLatest": 0.0, "maxOffsetsBehindLatest": 0,
+                "minOffsetsBehindLatest": 0}
+    return {"avgOffsetsBehindLatest": sum(behind) / len(behind),
+            "maxOffsetsBehindLatest": max(behind), "minOffsetsBehindLatest": min(behind)}
+
+
 def parse_starting(text: str) -> str | dict[str, int]:
     """`earliest`, `latest`, or {journal: offset} with -2 for earliest and -1 for latest."""
     lowered = text.strip().lower()

@@ -9,8 +9,9 @@ range's task reads.
   batch read takes, spools included); its write head is the end of the last.
 - Ends fall on fragment ends (or the write head or target seen earlier), which
   are always whole appends, so a range never cuts a message.
-- Content is lost when the range a query still needs (from the first open
-  transaction's offset on) is not covered: pruned before it was read.
+- Content is lost when the range a query has not read yet is not covered:
+  pruned before it was read. An open transaction whose begin was pruned is
+  taken for abandoned and dropped (its earlier messages cannot come out).
 - `maxBytesPerTrigger` is shared fragment by fragment, round-robin over the
   journals with the largest backlog first; a micro-batch takes at least one
   fragment so a fragment larger than the limit still moves the query on.
@@ -84,11 +85,26 @@ class Loss:
 
 
 def lost_at_start(journal: Journal, at: Position) -> Loss | None:
-    """Content needed to read on from `at` that is gone: before the start, or at it."""
-    gap = journal.first_gap(at.lowest_needed(), max(at.offset, journal.head))
+    """Content the query has not read yet that is gone: a gap at its offset."""
+    gap = journal.first_gap(at.offset, max(at.offset, journal.head))
     if gap is None or gap[0] > at.offset:
         return None
     return Loss(journal.name, gap[0], gap[1])
+
+
+def pruned_opens(journal: Journal, at: Position) -> tuple[Position, list[str]]:
+    """`at` without the open transactions whose begin was pruned from the stores, and their
+    producers. The query read that content already and those messages were pending: a
+    transaction left open past the stores' retention is taken for abandoned, so it no longer
+    holds the floor of the fragments listed and checked for loss (docs/design/spark.md,
+    Streaming offsets)."""
+    dropped = [pid for pid, _, _, begin in at.producers
+               if 0 <= begin < at.offset and journal.first_gap(begin, at.offset) is not None]
+    if not dropped:
+        return at, []
+    return Position(at.offset, tuple(
+        (pid, ack, ack, -1) if pid in dropped else (pid, ack, clock, begin)
+        for pid, ack, clock, begin in at.producers)), dropped
 
 
 def skip_loss(at: Position, loss: Loss) -> Position:

@@ -43,6 +43,7 @@ from spark_jobs.source.stream_offsets import (
     Positions,
     decode,
     encode,
+    lag_metrics,
     parse_starting,
     starting_offset,
 )
@@ -51,6 +52,7 @@ from spark_jobs.source.stream_plan import (
     Loss,
     admit,
     lost_at_start,
+    pruned_opens,
     readable_end,
     skip_loss,
     split_points,
@@ -79,13 +81,15 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.kind = ""
         self.target: dict[str, int] | None = None  # Trigger.AvailableNow's heads
         self.latest: dict[str, int] | None = None
+        self.planned: dict[str, int] = {}  # The last latestOffset's ends, for the lag
         self.listed: dict[str, Journal] = {}  # The last listing: latestOffset's for partitions
         self.suspended: set[str] = set()  # Not listed with fragments: they hold still.
 
     # Offsets -------------------------------------------------------------------------------
 
     def initialOffset(self) -> dict[str, Any]:
-        journals = self._list(allow_empty=False)
+        # A selector that matches nothing yet starts empty: journals are picked up as they match.
+        journals = self._list(allow_empty=True)
         named = set(self.starting) if isinstance(self.starting, dict) else set()
         if unknown := sorted(named - set(journals)):
             raise ValidationError("option startingOffsets", f"journal {unknown[0]} is not one "
@@ -103,9 +107,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = {name: j.head for name, j in self._list(allow_empty=True).items()}
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The write heads, and how far the planned ends trail them (`lag`): Spark shows this
+        as the progress's `latestOffset`, the one place a Python source can report lag."""
         if self.latest is None:
             return None
-        return encode({name: Position(head) for name, head in self.latest.items()})
+        heads = encode({name: Position(head) for name, head in self.latest.items()})
+        return {**heads, "lag": lag_metrics(self.latest, self.planned)}
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         journals = self._list(allow_empty=True)
@@ -121,7 +128,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         for name, end in admit(journals, starts, readable, max_bytes).items():
             ends[name] = self._advance(journals[name], positions[name], end)
-        return encode({**positions, **ends})
+        planned = {**positions, **ends}
+        self.planned = {name: at.offset for name, at in planned.items()}
+        return encode(planned)
 
     def _positioned(self, journals: dict[str, Journal], positions: Positions) -> Positions:
         """Journals that move without being read: new ones, ones past lost content; deleted
@@ -142,6 +151,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                            f"query's offset {at.offset} (deleted and created again?)")
                 moved[name] = Position(journal.earliest)
                 continue
+            kept, dropped = pruned_opens(journal, at)
+            if dropped:
+                log.warning("journal %s: the open transactions of producers %s began in "
+                            "content pruned from the stores before offset %d; dropping them "
+                            "as abandoned", name, ", ".join(dropped), at.offset)
+                moved[name] = at = kept
             loss = lost_at_start(journal, at)
             if loss is not None:
                 self._lost(loss.message())

@@ -21,6 +21,7 @@ from spark_jobs.source.stream_plan import (
     Loss,
     admit,
     lost_at_start,
+    pruned_opens,
     readable_end,
     skip_loss,
     split_points,
@@ -65,15 +66,16 @@ def test_a_gap_stops_reading_at_its_start_and_a_start_inside_it_is_lost() -> Non
     assert skip_loss(Position(100), Loss("g", 100, 300)) == Position(300)
 
 
-def test_an_open_transaction_whose_start_was_pruned_is_lost_but_not_its_producer() -> None:
+def test_an_open_transaction_whose_start_was_pruned_is_dropped_not_lost() -> None:
     pruned = journal("p", (300, 400), (400, 500))
-    at = Position(400, (("0a", 5, 7, 250), ("0b", 3, 3, -1)))
+    at = Position(400, (("0a", 5, 7, 250), ("0b", 3, 3, -1), ("0c", 2, 4, 350)))
 
-    loss = lost_at_start(pruned, at)
+    kept, dropped = pruned_opens(pruned, at)
 
-    assert loss == Loss("p", 250, 300)
-    assert "journal p: offsets [250, 300) were removed from the stores" in loss.message()
-    assert skip_loss(at, loss) == Position(400, (("0a", 5, 5, -1), ("0b", 3, 3, -1)))
+    assert lost_at_start(pruned, at) is None  # Everything before 400 was read already.
+    assert dropped == ["0a"]
+    assert kept == Position(400, (("0a", 5, 5, -1), ("0b", 3, 3, -1), ("0c", 2, 4, 350)))
+    assert kept.lowest_needed() == 350
 
 
 def test_ranges_are_split_at_fragment_ends_of_about_split_bytes() -> None:

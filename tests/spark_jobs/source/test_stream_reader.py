@@ -344,3 +344,117 @@ def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors
 
     assert output_rows(on_cluster, out) == committed(address, names)
     assert on_cluster.sparkContext.master == cluster.master
+
+
+def test_a_selector_matching_nothing_yet_starts_and_picks_journals_up(
+        spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-empty"
+    out = tmp_path / "out"
+    query = (stream(spark, address, file_root, f"suite={p}").writeStream.format("json")
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="100 milliseconds").start(str(out)))
+    try:
+        query.processAllAvailable()
+        apply(address, p, ["a"])
+        append_to(address, f"{p}/a", message_round(0) + message_round(1))
+        deadline = time.monotonic() + 60
+        while len(output_rows(spark, out)) < len(committed(address, [f"{p}/a"])):
+            assert query.isActive and time.monotonic() < deadline, query.exception()
+            time.sleep(0.2)
+    finally:
+        query.stop()
+
+    assert output_rows(spark, out) == committed(address, [f"{p}/a"])
+
+
+def test_progress_reports_bytes_behind_the_write_heads_as_kafkas_source(
+        spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-lag"
+    names = [f"{p}/a", f"{p}/b"]
+    apply(address, p, ["a", "b"])
+    for r in range(3):
+        append_to(address, names[0], message_round(r))
+    append_to(address, names[1], message_round(0))
+    heads = {j: fragments(address, j)[-1].end for j in names}
+    query = (stream(spark, address, file_root, f"suite={p}", maxBytesPerTrigger="1000")
+             .writeStream.foreachBatch(lambda batch, _: batch.count())
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True)
+             .start())
+    query.awaitTermination()
+
+    lags = [latest_offset(progress)["lag"] for progress in query.recentProgress
+            if latest_offset(progress)]
+    first, last = lags[0], lags[-1]
+    ends = json.loads((tmp_path / "cp" / "offsets" / "0").read_text().splitlines()[-1])
+    behind = [heads[j] - ends["journals"][j]["offset"] for j in names]
+    assert first == {"avgOffsetsBehindLatest": sum(behind) / 2,
+                     "maxOffsetsBehindLatest": max(behind),
+                     "minOffsetsBehindLatest": min(behind)}
+    assert first["maxOffsetsBehindLatest"] > 0
+    assert last == {"avgOffsetsBehindLatest": 0, "maxOffsetsBehindLatest": 0,
+                    "minOffsetsBehindLatest": 0}
+
+
+def latest_offset(progress: dict[str, Any]) -> dict[str, Any]:
+    """The source's reported latest offset in a progress (a JSON text or object)."""
+    latest = progress["sources"][0]["latestOffset"]
+    return json.loads(latest) if isinstance(latest, str) else latest or {}
+
+
+def test_a_restart_after_its_only_journal_was_deleted_goes_on_without_fail_on_data_loss(
+        spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-sole"
+    apply(address, p, ["a"])
+    append_to(address, f"{p}/a", message_round(0))
+    schema = None  # The journals' own columns: the query lists them at each start.
+    run_available_now(stream(spark, address, file_root, f"suite={p}", schema), tmp_path / "cp")
+    (gone,) = journals(address, f"name={p}/a")
+    with_broker(address, lambda stub: apply_journals(stub, pb.ApplyRequest(changes=[
+        pb.ApplyRequest.Change(expect_mod_revision=gone.mod_revision, delete=f"{p}/a")])))
+    shutil.copytree(tmp_path / "cp", tmp_path / "skipping")
+
+    with pytest.raises(Exception) as failed:
+        run_available_now(stream(spark, address, file_root, f"suite={p}", schema),
+                          tmp_path / "cp")
+    skipped = run_available_now(stream(spark, address, file_root, f"suite={p}", schema,
+                                       failOnDataLoss="false"), tmp_path / "skipping")
+
+    assert f"journal {p}/a was deleted or no longer matches the selector" in str(failed.value)
+    assert flat(skipped) == []
+
+
+def test_a_continuous_trigger_is_refused_at_start_in_one_line(
+        spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-continuous"
+    apply(address, p, ["a"])
+    df = stream(spark, address, file_root, f"suite={p}")
+
+    with pytest.raises(Exception) as refused:
+        (df.writeStream.format("console").option("checkpointLocation", str(tmp_path / "cp"))
+         .trigger(continuous="1 second").start())
+
+    assert "continuous" in str(refused.value).splitlines()[0].lower()
+    assert "Unknown type of trigger" not in str(refused.value)
+
+
+def test_an_abandoned_transaction_whose_begin_was_pruned_does_not_fail_the_query(
+        spark: Any, stack: Stack, address: str, file_root: str, tmp_path: Path) -> None:
+    p = "stream-abandoned"
+    journal = f"{p}/a"
+    apply(address, p, ["a"])
+    # The second producer's trailing transaction is never acknowledged: abandoned.
+    for r in range(3):
+        append_to(address, journal, message_round(r, ack_trailing=False))
+    df = stream(spark, address, file_root, f"suite={p}")
+    run_available_now(df, tmp_path / "cp")
+    seen = fragments(address, journal)[-1].end
+    append_to(address, journal, message_round(3, ack_trailing=False))
+    first = fragments(address, journal)[0]  # Round 0's, where the transaction began.
+    assert first.end < seen
+    wait_persisted_to(address, journal, first.end)
+    remove_fragments(stack, address, journal, first.begin, first.end)
+
+    after = run_available_now(df, tmp_path / "cp")
+
+    assert flat(after) == committed(address, [journal], offset=seen)
+    assert flat(after)
