@@ -99,20 +99,24 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
 def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
                   ) -> tuple[np.ndarray, UUIDColumns] | None:
     """The records' offsets and UUIDs when every record starts `{"uuid":"<36 chars>"` (as
-    publishers write them), read at those places without parsing the documents; else None.
+    publishers write them; `{"uuid": "` too, as Python's json.dumps spaces it), read at those
+    places without parsing the documents; else None.
 
     For scans of producer states only: the documents are parsed (and checked) by the
     tasks that read them.
     """
     bounds = block.bounds(ends)
     starts = bounds[:-1]
-    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 38):
+    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 39):
         return None
     raw = np.frombuffer(block.data, dtype=np.uint8)
-    if np.any(raw[starts[:, None] + _PREFIX_AT] != _PREFIX) or np.any(
-            raw[starts + len(_LEADING) + 36] != ord('"')):
+    if np.any(raw[starts[:, None] + _PREFIX_AT[:-1]] != _PREFIX[:-1]):
         return None
-    text = raw[starts[:, None] + len(_LEADING) + _UUID_AT].tobytes()
+    # The opening quote of the value, right after the colon or after one space.
+    at = starts + len(_LEADING) - 1 + (raw[starts + len(_LEADING) - 1] == ord(" "))
+    if np.any(raw[at] != ord('"')) or np.any(raw[at + 37] != ord('"')):
+        return None
+    text = raw[at[:, None] + 1 + _UUID_AT].tobytes()
     column = pa.StringArray.from_buffers(
         len(starts), pa.py_buffer(np.arange(len(starts) + 1, dtype=np.int32) * 36),
         pa.py_buffer(text))
