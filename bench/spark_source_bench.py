@@ -1,26 +1,37 @@
-"""The `gazette` Spark data source: batch reads and writes against the same run's ceilings.
+"""The `gazette` data source: batch reads and writes against the same run's ceilings.
 
 - `spark_read_mb_s`: `spark.read.format("gazette")` of SPARK_MB of small JSON
   messages in JOURNALS journals, counted (no schema: the framing's columns);
-  `spark_read_schema_mb_s` the same with a schema given; against
+  `spark_read_schema_mb_s` the same with a schema given, `spark_read_agg_mb_s`
+  with the schema and `groupBy(key).agg(sum(n))`; against
   `spark_read_gazctl_mb_s`, `gazctl journals read` of the same journals to
   /dev/null (`spark_read_ratio` = spark / gazctl);
 - `spark_read_one_journal_mb_s`: the same bytes in one journal, split into
   ranges of a quarter of it (`splitBytes`: as many tasks as the four-journal
   read), against `gazctl journals read` of that journal
   (`spark_read_one_journal_ratio`);
+- the anchor, Spark's own file scan in the same session: the same bytes as
+  local JSON-lines files, one a journal, read with
+  `spark.read.schema(SCHEMA).json(dir)`, counted (`spark_files_count_mb_s`)
+  and aggregated as above (`spark_files_agg_mb_s`). Speed ratios, gazette's
+  MB/s over the anchor's: `spark_count_vs_files` (the schemaless count against
+  the files' count), `spark_agg_vs_files` (the aggregations),
+  `spark_split_vs_files` (the one-journal split read against the files' count);
 - `spark_write_msgs_per_s`: `df.write.format("gazette")` of WRITE_ROWS small
   rows into one journal, against `spark_write_append_records_per_s`, the
-  AppendService enqueueing records of the same size (`spark_write_ratio`);
+  AppendService enqueueing records of the same size (`spark_write_ratio`),
+  and against `df.write.json` of the same DataFrame to a local directory
+  (`spark_write_files_rows_per_s`; `spark_write_vs_files`, rows/s over rows/s);
 - `spark_stream_latency_p50_ms` / `_p99_ms` (spark_stream_bench.py).
 
 Spark runs in local mode on this machine's cores, its session started before
 anything is timed. MB are content bytes, persisted to `file://` fragments but
-for each journal's spool. Each figure is the best of RUNS. A part whose mode of
-the data source fails (not built yet, or broken) reports `<name>_error` with
-the failure's first line instead of its figures. Alone:
-`python -m bench.spark_source_bench` (on its own local stack; BENCH_SPARK_MB
-and BENCH_SPARK_WRITE_ROWS scale it down).
+for each journal's spool. Each figure is the best of RUNS; the reads (and the
+two writes) compared by a ratio run in turn, RUNS rounds, so a load that comes
+and goes weighs on both sides. A part whose mode of the data source fails (not
+built yet, or broken) reports `<name>_error` with the failure's first line
+instead of its figures. Alone: `python -m bench.spark_source_bench` (on its own
+local stack; BENCH_SPARK_MB and BENCH_SPARK_WRITE_ROWS scale it down).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ offending record.
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from gazette_core.message.reader import MessageDecodeError
 from spark_jobs.decode.arrow_frames import document_name
 from spark_jobs.decode.columns import META
 from spark_jobs.decode.content import JournalTask, content
-from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids
+from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuid_texts, parse_uuids
 
 BLOCK_BYTES = 4 << 20
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -76,7 +75,7 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
             if pending:
                 found = ends(pending)
                 if len(found):
-                    yield Block(base, bytes(pending[:found[-1]]), found)
+                    yield Block(base, _head(pending, int(found[-1])), found)
             # A partial record before the gap is lost.
             pending, base = bytearray(), offset
         pending += chunk
@@ -84,16 +83,22 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
             found = ends(pending)
             if len(found):
                 cut = int(found[-1])
-                yield Block(base, bytes(pending[:cut]), found)
+                yield Block(base, _head(pending, cut), found)
                 del pending[:cut]
                 base += cut
     found = ends(pending)
     cut = int(found[-1]) if len(found) else 0
     if cut:
-        yield Block(base, bytes(pending[:cut]), found)
+        yield Block(base, _head(pending, cut), found)
     if len(pending) > cut:
         raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
                                  f"{len(pending) - cut}-byte partial record")
+
+
+def _head(pending: bytearray, cut: int) -> bytes:
+    """The first `cut` bytes of `pending`, copied once (a slice of a bytearray copies too)."""
+    with memoryview(pending) as view:
+        return bytes(view[:cut])
 
 
 def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
@@ -116,11 +121,7 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
     at = starts + len(_LEADING) - 1 + (raw[starts + len(_LEADING) - 1] == ord(" "))
     if np.any(raw[at] != ord('"')) or np.any(raw[at + 37] != ord('"')):
         return None
-    text = raw[at[:, None] + 1 + _UUID_AT].tobytes()
-    column = pa.StringArray.from_buffers(
-        len(starts), pa.py_buffer(np.arange(len(starts) + 1, dtype=np.int32) * 36),
-        pa.py_buffer(text))
-    ids = parse_uuids(column)
+    ids = parse_uuid_texts(raw[at[:, None] + 1 + _UUID_AT])
     return None if ids is None else (block.base + starts, ids)
 
 
@@ -133,7 +134,7 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
                       *(f.with_name(document_name(f.name)) for f in docs)])
     try:
         table = pajson.read_json(
-            io.BytesIO(block.data),
+            pa.BufferReader(block.data),
             read_options=pajson.ReadOptions(block_size=len(block.data) + 1, use_threads=False),
             parse_options=pajson.ParseOptions(explicit_schema=read,
                                               unexpected_field_behavior="ignore"))
@@ -142,21 +143,56 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock 
     if table.num_rows != n:
         return None
     raw_uuid = table.column("uuid").combine_chunks()
-    ids = parse_uuids(raw_uuid)
+    texts = _fixed_texts(raw_uuid)
+    ids = parse_uuids(raw_uuid) if texts is None else parse_uuid_texts(texts)
     if ids is None:
         return None
-    uuid = uuid_column(raw_uuid)
-    columns = {
-        "journal": repeated(journal, n),
-        "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
-        "uuid": uuid,
-        "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
-        "value": _lines(block.data, bounds),
-    }
+    names = set(schema.names)
+    columns: dict[str, pa.Array] = {}
+    # Only the columns the schema selects are built: a schema of document fields makes none
+    # of the metadata, nor the documents' text.
+    if names & {"uuid", "producer"}:
+        columns["uuid"], columns["producer"] = uuid_columns(raw_uuid, ids)
+    if "journal" in names:
+        columns["journal"] = repeated(journal, n)
+    if "offset" in names:
+        columns["offset"] = pa.array(block.base + bounds[:-1], type=pa.int64())
+    if "value" in names:
+        columns["value"] = _lines(block.data, bounds)
     for f in docs:
         columns[f.name] = table.column(document_name(f.name)).combine_chunks()
     batch = pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
     return DecodedBlock(offsets=block.base + bounds[:-1], ids=ids, batch=batch)
+
+
+def uuid_columns(raw: pa.Array, ids: UUIDColumns) -> tuple[pa.Array, pa.Array]:
+    """The uuid and producer columns of UUID texts whose parts are `ids`.
+
+    When every text is a UUID in lower case (no "", no nil UUID: the common case), the
+    texts are the column as they are, and the producers are cut from them in one copy.
+    """
+    n = len(raw)
+    texts = _fixed_texts(raw)
+    if texts is None or not np.all(ids.clock | ids.producer | ids.flags) or np.any(
+            (texts >= ord("A")) & (texts <= ord("F"))):
+        uuid = uuid_column(raw)
+        return uuid, pc.utf8_slice_codeunits(uuid, 24, 36)
+    producers = np.ascontiguousarray(texts[:, 24:36])
+    return raw, pa.StringArray.from_buffers(
+        n, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * 12), pa.py_buffer(producers))
+
+
+def _fixed_texts(raw: pa.Array) -> np.ndarray | None:
+    """The (rows, 36) bytes of a string column of 36-character values without nulls, or
+    None if it is not one."""
+    n = len(raw)
+    if raw.null_count or raw.type != pa.string() or not n:
+        return None
+    offsets = np.frombuffer(raw.buffers()[1], dtype=np.int32)[raw.offset:raw.offset + n + 1]
+    if offsets[-1] - offsets[0] != 36 * n or np.any(np.diff(offsets) != 36):
+        return None
+    data = np.frombuffer(raw.buffers()[2], dtype=np.uint8)
+    return data[offsets[0]:offsets[-1]].reshape(n, 36)
 
 
 def uuid_column(raw: pa.Array) -> pa.Array:
