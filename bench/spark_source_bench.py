@@ -1,26 +1,37 @@
-"""The `gazette` Spark data source: batch reads and writes against the same run's ceilings.
+"""The `gazette` data source: batch reads and writes against the same run's ceilings.
 
 - `spark_read_mb_s`: `spark.read.format("gazette")` of SPARK_MB of small JSON
   messages in JOURNALS journals, counted (no schema: the framing's columns);
-  `spark_read_schema_mb_s` the same with a schema given; against
+  `spark_read_schema_mb_s` the same with a schema given, `spark_read_agg_mb_s`
+  with the schema and `groupBy(key).agg(sum(n))`; against
   `spark_read_gazctl_mb_s`, `gazctl journals read` of the same journals to
   /dev/null (`spark_read_ratio` = spark / gazctl);
 - `spark_read_one_journal_mb_s`: the same bytes in one journal, split into
   ranges of a quarter of it (`splitBytes`: as many tasks as the four-journal
   read), against `gazctl journals read` of that journal
   (`spark_read_one_journal_ratio`);
+- the anchor, Spark's own file scan in the same session: the same bytes as
+  local JSON-lines files, one a journal, read with
+  `spark.read.schema(SCHEMA).json(dir)`, counted (`spark_files_count_mb_s`)
+  and aggregated as above (`spark_files_agg_mb_s`). Speed ratios, gazette's
+  MB/s over the anchor's: `spark_count_vs_files` (the schemaless count against
+  the files' count), `spark_agg_vs_files` (the aggregations),
+  `spark_split_vs_files` (the one-journal split read against the files' count);
 - `spark_write_msgs_per_s`: `df.write.format("gazette")` of WRITE_ROWS small
   rows into one journal, against `spark_write_append_records_per_s`, the
-  AppendService enqueueing records of the same size (`spark_write_ratio`);
+  AppendService enqueueing records of the same size (`spark_write_ratio`),
+  and against `df.write.json` of the same DataFrame to a local directory
+  (`spark_write_files_rows_per_s`; `spark_write_vs_files`, rows/s over rows/s);
 - `spark_stream_latency_p50_ms` / `_p99_ms` (spark_stream_bench.py).
 
 Spark runs in local mode on this machine's cores, its session started before
 anything is timed. MB are content bytes, persisted to `file://` fragments but
-for each journal's spool. Each figure is the best of RUNS. A part whose mode of
-the data source fails (not built yet, or broken) reports `<name>_error` with
-the failure's first line instead of its figures. Alone:
-`python -m bench.spark_source_bench` (on its own local stack; BENCH_SPARK_MB
-and BENCH_SPARK_WRITE_ROWS scale it down).
+for each journal's spool. Each figure is the best of RUNS; the reads (and the
+two writes) compared by a ratio run in turn, RUNS rounds, so a load that comes
+and goes weighs on both sides. A part whose mode of the data source fails (not
+built yet, or broken) reports `<name>_error` with the failure's first line
+instead of its figures. Alone: `python -m bench.spark_source_bench` (on its own
+local stack; BENCH_SPARK_MB and BENCH_SPARK_WRITE_ROWS scale it down).
 """
 
 from __future__ import annotations
@@ -29,9 +40,12 @@ import asyncio
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
 
 from bench import broker_bench, spark_stream_bench
 from bench.journals_frame_bench import best_seconds, gazctl_read, json_chunks, wait_persisted
@@ -58,8 +72,12 @@ WRITTEN = "bench/spark-written"
 SCHEMA = "n LONG, key STRING, text STRING"
 
 
-async def populate(broker: str) -> int:
-    """JOURNALS journals and one more holding all their bytes; their content bytes, persisted."""
+async def populate(broker: str, files: Path) -> int:
+    """JOURNALS journals and one more holding all their bytes; their content bytes, persisted.
+
+    The same bytes also go to `files`, one JSON-lines file per journal: the anchor's input.
+    """
+    files.mkdir(parents=True, exist_ok=True)
     names = [f"bench/spark/{i}" for i in range(JOURNALS)]
     one = "bench/spark-one"
     specs = [journal_spec(n, length=8 * MiB, labels=(("app", "bench-spark"), NDJSON),
@@ -72,10 +90,12 @@ async def populate(broker: str) -> int:
         await apply_journals(stub, pb.ApplyRequest(changes=[
             pb.ApplyRequest.Change(upsert=s, expect_mod_revision=-1) for s in specs]))
         for i, name in enumerate(names):
-            for chunk in json_chunks(i, SPARK_MB * MiB // JOURNALS):
-                await append_retrying(stub, name, chunk)
-                await append_retrying(stub, one, chunk)
-                total += len(chunk)
+            with (files / f"part-{i}.json").open("wb") as out:
+                for chunk in json_chunks(i, SPARK_MB * MiB // JOURNALS):
+                    await append_retrying(stub, name, chunk)
+                    await append_retrying(stub, one, chunk)
+                    out.write(chunk)
+                    total += len(chunk)
         await wait_persisted(stub, [*names, one])
     return total
 
@@ -97,23 +117,56 @@ def guarded(name: str, part: Callable[[], dict[str, float]]) -> dict[str, float 
         return {f"{name}_error": first_line(exc)}
 
 
-def reads(spark: SparkSession, broker: str, root: str, total: int) -> dict[str, float]:
-    def count(selector: str, schema: str | None = None,
-              **options: str) -> Callable[[], object]:
-        def run() -> object:
-            reader = spark.read.format(FORMAT).option("selector", selector) \
-                .option("broker", broker).option("fileRoot", root).options(**options)
-            return (reader.schema(schema) if schema else reader).load().count()
-        return run
+def alternated(bodies: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Each body's best seconds, the bodies run in turn RUNS times: a load that comes and
+    goes weighs on all of them alike, so their ratios hold on a busy machine."""
+    times: dict[str, list[float]] = {name: [] for name in bodies}
+    for _ in range(runs):
+        for name, body in bodies.items():
+            start = time.perf_counter()
+            body()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(taken) for name, taken in times.items()}
 
-    count(MANY)()  # warm-up: Python workers started, stores built
-    mb = total / 1e6
-    out = {"spark_read_mb_s": mb / best_seconds(count(MANY), RUNS),
-           "spark_read_schema_mb_s": mb / best_seconds(count(MANY, SCHEMA), RUNS),
-           "spark_read_gazctl_mb_s": mb / best_seconds(lambda: gazctl_read(broker, MANY), RUNS)}
-    out["spark_read_ratio"] = out["spark_read_mb_s"] / out["spark_read_gazctl_mb_s"]
+
+def reads(spark: SparkSession, broker: str, root: str, files: Path,
+          total: int) -> dict[str, float]:
+    def frame(selector: str, schema: str | None = None, **options: str) -> DataFrame:
+        reader = spark.read.format(FORMAT).option("selector", selector) \
+            .option("broker", broker).option("fileRoot", root).options(**options)
+        return (reader.schema(schema) if schema else reader).load()
+
+    def anchor() -> DataFrame:
+        return spark.read.schema(SCHEMA).json(str(files))
+
+    def aggregate(df: DataFrame) -> object:
+        return df.groupBy("key").agg(F.sum("n")).collect()
+
     split = str(max(MiB, total // JOURNALS))
-    out["spark_read_one_journal_mb_s"] = mb / best_seconds(count(ONE, splitBytes=split), RUNS)
+    bodies: dict[str, Callable[[], object]] = {
+        "count": lambda: frame(MANY).count(),
+        "schema": lambda: frame(MANY, SCHEMA).count(),
+        "agg": lambda: aggregate(frame(MANY, SCHEMA)),
+        "split": lambda: frame(ONE, splitBytes=split).count(),
+        "files_count": lambda: anchor().count(),
+        "files_agg": lambda: aggregate(anchor()),
+    }
+    for body in bodies.values():
+        body()  # warm-up: Python workers started, stores built, the files in the page cache
+    took = alternated(bodies, RUNS)
+    mb = total / 1e6
+    out = {"spark_read_mb_s": mb / took["count"],
+           "spark_read_schema_mb_s": mb / took["schema"],
+           "spark_read_agg_mb_s": mb / took["agg"],
+           "spark_read_one_journal_mb_s": mb / took["split"],
+           "spark_files_count_mb_s": mb / took["files_count"],
+           "spark_files_agg_mb_s": mb / took["files_agg"],
+           "spark_read_gazctl_mb_s": mb / best_seconds(lambda: gazctl_read(broker, MANY), RUNS)}
+    # Speed ratios on the same bytes: gazette's MB/s over the file scan's.
+    out["spark_count_vs_files"] = took["files_count"] / took["count"]
+    out["spark_agg_vs_files"] = took["files_agg"] / took["agg"]
+    out["spark_split_vs_files"] = took["files_count"] / took["split"]
+    out["spark_read_ratio"] = out["spark_read_mb_s"] / out["spark_read_gazctl_mb_s"]
     out["spark_read_one_journal_gazctl_mb_s"] = mb / best_seconds(
         lambda: gazctl_read(broker, ONE), RUNS)
     out["spark_read_one_journal_ratio"] = (out["spark_read_one_journal_mb_s"]
@@ -130,15 +183,23 @@ def rows(spark: SparkSession, count: int) -> DataFrame:
     return df
 
 
-def writes(spark: SparkSession, broker: str) -> dict[str, float]:
+def writes(spark: SparkSession, broker: str, tmp: Path) -> dict[str, float]:
     df = rows(spark, WRITE_ROWS)
+    target = str(tmp / "written-json")
 
     def write() -> None:
         df.write.format(FORMAT).option("broker", broker).option("journal", WRITTEN) \
             .mode("append").save()
 
+    def write_files() -> None:
+        df.write.mode("overwrite").json(target)
+
     write()  # warm-up, and the failure of a sink that is not there yet
-    out = {"spark_write_msgs_per_s": WRITE_ROWS / best_seconds(write, RUNS)}
+    write_files()
+    took = alternated({"gazette": write, "files": write_files}, RUNS)
+    out = {"spark_write_msgs_per_s": WRITE_ROWS / took["gazette"],
+           "spark_write_files_rows_per_s": WRITE_ROWS / took["files"],
+           "spark_write_vs_files": took["files"] / took["gazette"]}
     # The same JSON lines as the rows make, each with its UUID: the sink's messages.
     lines = [line for chunk in json_chunks(JOURNALS, 2 * MiB) for line in chunk.splitlines(True)]
     rates = [asyncio.run(append_rate(broker, lines)) for _ in range(RUNS)]
@@ -154,13 +215,14 @@ async def append_rate(broker: str, lines: list[bytes]) -> float:
 
 def measure(stack: local_stack.Stack, tmp: Path) -> dict[str, float | str]:
     broker = stack.brokers[0].endpoint
-    total = asyncio.run(populate(broker))
+    files = tmp / "spark-files"
+    total = asyncio.run(populate(broker, files))
     spark = get_session("local[*]", app_name="gazette-bench-spark")
     register(spark)
     try:
-        out = guarded("spark_read", lambda: reads(spark, broker,
-                                                  str(stack.directory / "fragments"), total))
-        out.update(guarded("spark_write", lambda: writes(spark, broker)))
+        out = guarded("spark_read", lambda: reads(
+            spark, broker, str(stack.directory / "fragments"), files, total))
+        out.update(guarded("spark_write", lambda: writes(spark, broker, tmp)))
         out.update(guarded("spark_stream", lambda: spark_stream_bench.measure(
             spark, broker, tmp / "checkpoint", str(stack.directory / "fragments"))))
     finally:

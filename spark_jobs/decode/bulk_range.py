@@ -60,13 +60,14 @@ async def bulk_batches(task: JournalTask, begin: int, end: int,
             else:
                 out.add(_take(kept[emitted[0]].batch, emitted[1]))
             if out.full():
-                yield out.flush()
+                for batch in out.flush():
+                    yield batch
         oldest = sequencer.oldest_held()
         for done in [k for k in kept if oldest is None or k < oldest]:
             del kept[done]
         number += 1
-    if out.rows:
-        yield out.flush()
+    for batch in out.flush():
+        yield batch
 
 
 async def bulk_states(task: JournalTask, begin: int, end: int,
@@ -83,6 +84,30 @@ async def bulk_states(task: JournalTask, begin: int, end: int,
             found = decoded.offsets, decoded.ids
         sequencer.block(number, *found)
         number += 1
+    return sequencer.states()
+
+
+async def range_uuids(task: JournalTask, begin: int, end: int
+                      ) -> list[tuple[np.ndarray, UUIDColumns]]:
+    """Each block's record offsets and UUIDs in [begin, end): what `states_after` needs of
+    the range, read apart from the producers' states at `begin` (so ahead of knowing them)."""
+    ids_only = output_schema(task.kind, None)
+    found: list[tuple[np.ndarray, UUIDColumns]] = []
+    async for block in blocks(task, begin, end, _ends(task)):
+        leading = leading_uuids(block, _ends(task)) if task.kind == JSON else None
+        if leading is None:
+            decoded = decode(task, block, ids_only)
+            leading = decoded.offsets, decoded.ids
+        found.append(leading)
+    return found
+
+
+def states_after(begin: int, producers: tuple[ProducerState, ...],
+                 found: list[tuple[np.ndarray, UUIDColumns]]) -> tuple[ProducerState, ...]:
+    """The producers' states after the blocks `found` (range_uuids), from theirs at `begin`."""
+    sequencer = BulkSequencer(begin, producers, hold=False)
+    for number, (offsets, ids) in enumerate(found):
+        sequencer.block(number, offsets, ids)
     return sequencer.states()
 
 
@@ -145,7 +170,11 @@ def _take(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:
 
 
 class Batcher:
-    """Collects pieces of batches into batches of about BATCH_ROWS rows."""
+    """Collects pieces of batches into batches of about BATCH_ROWS rows.
+
+    A piece of a quarter of that or more (a whole block, the common case) goes on as it
+    is: gathering pieces costs a copy of every byte, worth it for small pieces only.
+    """
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
@@ -158,13 +187,25 @@ class Batcher:
             self.rows += piece.num_rows
 
     def full(self) -> bool:
-        return self.rows >= BATCH_ROWS
+        return self.rows >= BATCH_ROWS or bool(
+            self.pieces and self.pieces[-1].num_rows >= BATCH_ROWS // 4)
 
-    def flush(self) -> pa.RecordBatch:
+    def flush(self) -> list[pa.RecordBatch]:
+        """The pieces held: large ones as they are, runs of small ones gathered."""
         pieces, self.pieces, self.rows = self.pieces, [], 0
-        if len(pieces) == 1:
-            return pieces[0]
-        return pa.Table.from_batches(pieces, schema=self.schema).combine_chunks().to_batches()[0]
+        out: list[pa.RecordBatch] = []
+        small: list[pa.RecordBatch] = []
+        for piece in [*pieces, None]:
+            if piece is not None and piece.num_rows < BATCH_ROWS // 4:
+                small.append(piece)
+                continue
+            if small:
+                out.append(small[0] if len(small) == 1 else pa.Table.from_batches(
+                    small, schema=self.schema).combine_chunks().to_batches()[0])
+                small = []
+            if piece is not None:
+                out.append(piece)
+        return out
 
 
 __all__ = ["Emitted", "bulk_batches", "bulk_states"]

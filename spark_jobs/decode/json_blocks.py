@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -28,7 +27,12 @@ from spark_jobs.decode.arrow_frames import document_name
 from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.decode.content import JournalTask, content
 from spark_jobs.decode.parse_modes import ParseMode, decode_records
-from spark_jobs.decode.uuid_columns import UUIDColumns, parse_uuids, publish_times
+from spark_jobs.decode.uuid_columns import (
+    UUIDColumns,
+    parse_uuid_texts,
+    parse_uuids,
+    publish_times,
+)
 
 BLOCK_BYTES = 4 << 20
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -79,7 +83,7 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
             if pending:
                 found = ends(pending)
                 if len(found):
-                    yield Block(base, bytes(pending[:found[-1]]), found)
+                    yield Block(base, _head(pending, int(found[-1])), found)
             # A partial record before the gap is lost.
             pending, base = bytearray(), offset
         pending += chunk
@@ -87,39 +91,45 @@ async def blocks(task: JournalTask, begin: int, end: int | None,
             found = ends(pending)
             if len(found):
                 cut = int(found[-1])
-                yield Block(base, bytes(pending[:cut]), found)
+                yield Block(base, _head(pending, cut), found)
                 del pending[:cut]
                 base += cut
     found = ends(pending)
     cut = int(found[-1]) if len(found) else 0
     if cut:
-        yield Block(base, bytes(pending[:cut]), found)
+        yield Block(base, _head(pending, cut), found)
     if len(pending) > cut:
         raise MessageDecodeError(f"{task.journal} offset {base + cut}: content ends inside a "
                                  f"{len(pending) - cut}-byte partial record")
 
 
+def _head(pending: bytearray, cut: int) -> bytes:
+    """The first `cut` bytes of `pending`, copied once (a slice of a bytearray copies too)."""
+    with memoryview(pending) as view:
+        return bytes(view[:cut])
+
+
 def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] = line_ends
                   ) -> tuple[np.ndarray, UUIDColumns] | None:
     """The records' offsets and UUIDs when every record starts `{"uuid":"<36 chars>"` (as
-    publishers write them), read at those places without parsing the documents; else None.
+    publishers write them; `{"uuid": "` too, as Python's json.dumps spaces it), read at those
+    places without parsing the documents; else None.
 
     For scans of producer states only: the documents are parsed (and checked) by the
     tasks that read them.
     """
     bounds = block.bounds(ends)
     starts = bounds[:-1]
-    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 38):
+    if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 39):
         return None
     raw = np.frombuffer(block.data, dtype=np.uint8)
-    if np.any(raw[starts[:, None] + _PREFIX_AT] != _PREFIX) or np.any(
-            raw[starts + len(_LEADING) + 36] != ord('"')):
+    if np.any(raw[starts[:, None] + _PREFIX_AT[:-1]] != _PREFIX[:-1]):
         return None
-    text = raw[starts[:, None] + len(_LEADING) + _UUID_AT].tobytes()
-    column = pa.StringArray.from_buffers(
-        len(starts), pa.py_buffer(np.arange(len(starts) + 1, dtype=np.int32) * 36),
-        pa.py_buffer(text))
-    ids = parse_uuids(column)
+    # The opening quote of the value, right after the colon or after one space.
+    at = starts + len(_LEADING) - 1 + (raw[starts + len(_LEADING) - 1] == ord(" "))
+    if np.any(raw[at] != ord('"')) or np.any(raw[at + 37] != ord('"')):
+        return None
+    ids = parse_uuid_texts(raw[at[:, None] + 1 + _UUID_AT])
     return None if ids is None else (block.base + starts, ids)
 
 
@@ -149,7 +159,7 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
         read.append(pa.field(field, kind))
     try:
         table = pajson.read_json(
-            io.BytesIO(block.data),
+            pa.BufferReader(block.data),
             read_options=pajson.ReadOptions(block_size=len(block.data) + 1, use_threads=False),
             parse_options=pajson.ParseOptions(explicit_schema=pa.schema(read),
                                               unexpected_field_behavior="ignore"))
@@ -158,18 +168,23 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
     if table.num_rows != n:
         return None
     raw_uuid = table.column("uuid").combine_chunks()
-    ids = parse_uuids(raw_uuid)
+    texts = _fixed_texts(raw_uuid)
+    ids = parse_uuids(raw_uuid) if texts is None else parse_uuid_texts(texts)
     if ids is None:
         return None
-    uuid = uuid_column(raw_uuid)
-    columns = {
-        "journal": repeated(journal, n),
-        "offset": pa.array(block.base + bounds[:-1], type=pa.int64()),
-        "uuid": uuid,
-        "producer": pc.utf8_slice_codeunits(uuid, 24, 36),
-        "value": _lines(block.data, bounds),
-    }
-    if "timestamp" in schema.names:
+    names = set(schema.names)
+    columns: dict[str, pa.Array] = {}
+    # Only the columns the schema selects are built: a schema of document fields makes none
+    # of the metadata, nor the documents' text.
+    if names & {"uuid", "producer"}:
+        columns["uuid"], columns["producer"] = uuid_columns(raw_uuid, ids)
+    if "journal" in names:
+        columns["journal"] = repeated(journal, n)
+    if "offset" in names:
+        columns["offset"] = pa.array(block.base + bounds[:-1], type=pa.int64())
+    if "value" in names:
+        columns["value"] = _lines(block.data, bounds)
+    if "timestamp" in names:
         columns["timestamp"] = publish_times(ids.clock)
     for name, field in fields.items():
         column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
@@ -215,6 +230,36 @@ def from_text(column: pa.Array, kind: pa.DataType) -> pa.Array | None:
                          for v in column.to_pylist()], type=kind)
     except (pa.ArrowInvalid, ValueError, binascii.Error):
         return None
+
+
+def uuid_columns(raw: pa.Array, ids: UUIDColumns) -> tuple[pa.Array, pa.Array]:
+    """The uuid and producer columns of UUID texts whose parts are `ids`.
+
+    When every text is a UUID in lower case (no "", no nil UUID: the common case), the
+    texts are the column as they are, and the producers are cut from them in one copy.
+    """
+    n = len(raw)
+    texts = _fixed_texts(raw)
+    if texts is None or not np.all(ids.clock | ids.producer | ids.flags) or np.any(
+            (texts >= ord("A")) & (texts <= ord("F"))):
+        uuid = uuid_column(raw)
+        return uuid, pc.utf8_slice_codeunits(uuid, 24, 36)
+    producers = np.ascontiguousarray(texts[:, 24:36])
+    return raw, pa.StringArray.from_buffers(
+        n, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * 12), pa.py_buffer(producers))
+
+
+def _fixed_texts(raw: pa.Array) -> np.ndarray | None:
+    """The (rows, 36) bytes of a string column of 36-character values without nulls, or
+    None if it is not one."""
+    n = len(raw)
+    if raw.null_count or raw.type != pa.string() or not n:
+        return None
+    offsets = np.frombuffer(raw.buffers()[1], dtype=np.int32)[raw.offset:raw.offset + n + 1]
+    if offsets[-1] - offsets[0] != 36 * n or np.any(np.diff(offsets) != 36):
+        return None
+    data = np.frombuffer(raw.buffers()[2], dtype=np.uint8)
+    return data[offsets[0]:offsets[-1]].reshape(n, 36)
 
 
 def uuid_column(raw: pa.Array) -> pa.Array:

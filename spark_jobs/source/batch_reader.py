@@ -22,7 +22,7 @@ from spark_jobs.source.frame_plan import plan_frame, shared_kind
 from spark_jobs.source.offset_checks import check_offsets
 from spark_jobs.source.options import ReadOptions
 from spark_jobs.source.range_plan import plan_ranges, read_offsets
-from spark_jobs.source.range_read import RangeTask, read_range, scan_states
+from spark_jobs.source.range_read import RangeScanner, RangeTask, read_range
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -70,9 +70,13 @@ class BatchReader(DataSourceReader):
             [spec.name for spec, _ in selection.journals] + selection.suspended)
         check_offsets([(spec.name, fragments) for spec, fragments in selection.journals],
                       plan.tasks, starting, ending, o.fail_on_data_loss)
-        tasks = plan_ranges(plan.tasks, starting=starting, ending=ending,
-                            split_bytes=o.split_bytes, schema_json=self.schema_json,
-                            scan=scan_states)
+        scanner = RangeScanner()
+        try:
+            tasks = plan_ranges(plan.tasks, starting=starting, ending=ending,
+                                split_bytes=o.split_bytes, schema_json=self.schema_json,
+                                scan=scanner, ahead=scanner.ahead)
+        finally:
+            scanner.close()
         return [RangePartition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

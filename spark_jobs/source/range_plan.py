@@ -28,6 +28,7 @@ from spark_jobs.source.options import EARLIEST, LATEST, JournalOffsets, parse_of
 from spark_jobs.source.range_read import ProducerState, RangeTask
 
 Scan = Callable[[RangeTask], tuple[ProducerState, ...]]
+Ahead = Callable[[Sequence[RangeTask]], None]  # the ranges `scan` will be given, in order
 
 
 def cut_points(fragments: Sequence[pb.Fragment], begin: int, end: int,
@@ -116,13 +117,16 @@ def range_task(source: JournalTask, fragments: Sequence[pb.Fragment], begin: int
 
 
 def seed_ranges(source: JournalTask, cuts: Sequence[tuple[int, int]], schema_json: str,
-                scan: Scan) -> list[RangeTask]:
+                scan: Scan, ahead: Ahead | None = None) -> list[RangeTask]:
     """The tasks of one journal's ranges, each starting from the states at its begin.
 
     The first starts from no producer state; each next from `scan` of the one
     before (the last range is not scanned: nothing follows it).
     """
     fragments = source.parsed()
+    if ahead is not None and source.kind != RAW:
+        # Each range's UUIDs read from its own content, before its states are known.
+        ahead([range_task(source, fragments, b, e, (), schema_json) for b, e in cuts[:-1]])
     tasks: list[RangeTask] = []
     producers: tuple[ProducerState, ...] = ()
     for i, (begin, end) in enumerate(cuts):
@@ -135,12 +139,12 @@ def seed_ranges(source: JournalTask, cuts: Sequence[tuple[int, int]], schema_jso
 
 def plan_ranges(sources: Sequence[JournalTask], *, starting: JournalOffsets,
                 ending: JournalOffsets, split_bytes: int, schema_json: str,
-                scan: Scan) -> list[RangeTask]:
+                scan: Scan, ahead: Ahead | None = None) -> list[RangeTask]:
     """Every range task of the journals' sources (frame_plan.plan_frame's tasks)."""
     tasks: list[RangeTask] = []
     for source in sources:
         fragments = source.parsed()
         begin, end = journal_bounds(source.journal, fragments, starting, ending)
         cuts = cut_points(fragments, begin, end, split_bytes)
-        tasks.extend(seed_ranges(source, cuts, schema_json, scan))
+        tasks.extend(seed_ranges(source, cuts, schema_json, scan, ahead))
     return tasks

@@ -19,16 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from gazette_core.broker.client.channel import close_channels
 from spark_jobs.decode import bulk_sequence
 from spark_jobs.decode.arrow_frames import batch_of_rows, task_schema
-from spark_jobs.decode.bulk_range import bulk_batches, bulk_states
+from spark_jobs.decode.bulk_range import bulk_batches, bulk_states, range_uuids, states_after
 from spark_jobs.decode.content import RAW, JournalTask
 from spark_jobs.decode.rows import raw_rows
+from spark_jobs.decode.uuid_columns import UUIDColumns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 # (producer ID as 12 hex digits, last ACK clock, largest pending clock, open span's offset
 # or -1). Plain values, so streaming offsets (JSON) and partitions (pickled) carry them.
 ProducerState = bulk_sequence.ProducerState
+T = TypeVar("T")
 
 
 
@@ -108,11 +113,56 @@ def scan_states(task: RangeTask) -> tuple[ProducerState, ...]:
                                             task.producers)))
 
 
-async def _closing(states: Awaitable[tuple[ProducerState, ...]]) -> tuple[ProducerState, ...]:
+async def _closing(result: Awaitable[T]) -> T:
     try:
-        return await states
+        return await result
     finally:
         await close_channels()
+
+
+def _uuids_of(task: RangeTask) -> list[tuple[np.ndarray, UUIDColumns]]:
+    return asyncio.run(_closing(range_uuids(task.source, task.begin, task.end)))
+
+
+class RangeScanner:
+    """`scan_states` for the ranges of a plan, the UUIDs of the next ranges read on threads
+    while the one before is scanned.
+
+    A range's states depend on those before it, but reading its UUIDs does not: only the
+    sequencing, a few array operations, waits for the states at its begin. At most AHEAD
+    ranges are read ahead, so what is held stays a few ranges' UUIDs.
+    """
+
+    AHEAD = 2
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(self.AHEAD, thread_name_prefix="range-scan")
+        self._queue: list[RangeTask] = []
+        self._read: dict[tuple[str, int, int], Future[list[tuple[np.ndarray, UUIDColumns]]]] = {}
+
+    def ahead(self, tasks: Sequence[RangeTask]) -> None:
+        """Start reading the UUIDs of `tasks`, which will be scanned in this order."""
+        self._queue.extend(t for t in tasks if t.source.kind != RAW)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._queue and len(self._read) < self.AHEAD:
+            task = self._queue.pop(0)
+            key = (task.source.journal, task.begin, task.end)
+            self._read[key] = self._pool.submit(_uuids_of, task)
+
+    def __call__(self, task: RangeTask) -> tuple[ProducerState, ...]:
+        if task.source.kind == RAW:
+            return ()
+        read = self._read.pop((task.source.journal, task.begin, task.end), None)
+        self._fill()
+        found = read.result() if read is not None else _uuids_of(task)
+        return states_after(task.begin, task.producers, found)
+
+    def close(self) -> None:
+        for read in self._read.values():
+            read.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def journal_rows(source: JournalTask) -> Iterator[tuple[Any, ...]]:

@@ -111,3 +111,26 @@ def test_leading_uuids_are_those_the_documents_hold() -> None:
     # A document whose UUID is not first (or is missing) leaves the block to the parser.
     other = Block(0, block.data + b'{"n":1,"uuid":"00000000-0000-1000-8000-010203040506"}\n')
     assert leading_uuids(other) is None
+
+
+def test_leading_uuids_are_read_after_a_space_as_json_dumps_writes_them() -> None:
+    # Python's json.dumps writes `{"uuid": "...`: the scan of producer states reads it too.
+    block = rounds(JSON)
+    spaced = Block(block.base, block.data.replace(b'{"uuid":"', b'{"uuid": "'))
+    found, decoded = leading_uuids(spaced), decode_block("a/b", spaced, output_schema(JSON, None))
+    assert found is not None and decoded is not None
+    assert found[0].tolist() == decoded.offsets.tolist()
+    for name in ("clock", "flags", "producer"):
+        assert getattr(found[1], name).tolist() == getattr(decoded.ids, name).tolist()
+
+
+def test_uuids_in_capitals_read_in_lower_case_as_record_by_record() -> None:
+    block = rounds(JSON)
+    capitals = Block(block.base, b"\n".join(
+        line[:9] + line[9:45].upper() + line[45:] for line in block.data.split(b"\n")))
+    schema = output_schema(JSON, None)
+    bulk = decode_block("a/b", capitals, schema)
+    assert bulk is not None
+    assert bulk.batch.to_pylist() == slow_block(task(JSON), capitals, schema).batch.to_pylist()
+    assert bulk.batch.column("uuid").to_pylist() == decode_block(
+        "a/b", block, schema).batch.column("uuid").to_pylist()

@@ -4,6 +4,8 @@ of the ranges before it leaves, and the client settings `read_journals` hands th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from gazette_core.broker.client.channel import ClientConfig
@@ -130,3 +132,19 @@ def test_tls_and_authorization_reach_the_read_options_tasks_are_planned_with() -
     for client in (signed, token, None):
         options = frame_options("a=b", broker="https://b:1", client=client)
         assert read_options(options, streaming=False).client == client
+
+
+def test_the_ranges_to_scan_are_announced_ahead_of_their_scans_in_order() -> None:
+    announced: list[tuple[int, int]] = []
+
+    def ahead(tasks: Sequence[RangeTask]) -> None:
+        assert all(not t.producers for t in tasks)  # read before their states are known
+        announced.extend((t.begin, t.end) for t in tasks)
+
+    def scan(task: RangeTask) -> tuple[ProducerState, ...]:
+        assert (task.begin, task.end) in announced
+        return ()
+
+    plan_ranges([source()], starting=JournalOffsets(), ending=JournalOffsets(LATEST),
+                split_bytes=150, schema_json="", scan=scan, ahead=ahead)
+    assert announced == [(0, 250), (250, 500)]
