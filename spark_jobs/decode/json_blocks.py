@@ -26,7 +26,7 @@ from gazette_core.message.reader import MessageDecodeError
 from spark_jobs.decode.arrow_frames import document_name
 from spark_jobs.decode.columns import SOURCE_META
 from spark_jobs.decode.content import JournalTask, content
-from spark_jobs.decode.parse_modes import ParseMode, decode_records
+from spark_jobs.decode.parse_modes import PERMISSIVE, ParseMode, decode_records
 from spark_jobs.decode.uuid_columns import (
     UUIDColumns,
     parse_uuid_texts,
@@ -115,10 +115,20 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
     publishers write them; `{"uuid": "` too, as Python's json.dumps spaces it), read at those
     places without parsing the documents; else None.
 
-    For scans of producer states only: the documents are parsed (and checked) by the
-    tasks that read them.
+    For scans of producer states, and for reads that select no document field: the
+    documents are not checked.
     """
-    bounds = block.bounds(ends)
+    found = _leading_texts(block, block.bounds(ends))
+    if found is None:
+        return None
+    starts, texts = found
+    ids = parse_uuid_texts(texts)
+    return None if ids is None else (block.base + starts, ids)
+
+
+def _leading_texts(block: Block, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each record's start and its leading UUID's (rows, 36) text, if every record leads
+    with one (leading_uuids)."""
     starts = bounds[:-1]
     if not len(starts) or np.any(bounds[1:] - starts < len(_LEADING) + 39):
         return None
@@ -129,8 +139,7 @@ def leading_uuids(block: Block, ends: Callable[[bytes | bytearray], np.ndarray] 
     at = starts + len(_LEADING) - 1 + (raw[starts + len(_LEADING) - 1] == ord(" "))
     if np.any(raw[at] != ord('"')) or np.any(raw[at + 37] != ord('"')):
         return None
-    ids = parse_uuid_texts(raw[at[:, None] + 1 + _UUID_AT])
-    return None if ids is None else (block.base + starts, ids)
+    return starts, raw[at[:, None] + 1 + _UUID_AT]
 
 
 def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock:
@@ -150,6 +159,10 @@ def decode_block(journal: str, block: Block, schema: pa.Schema) -> DecodedBlock:
 def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
           fields: dict[str, str]) -> DecodedBlock | None:
     """The block decoded by Arrow's JSON reader, or None if it cannot take it whole."""
+    if not fields:
+        unparsed = _unparsed(journal, block, bounds, schema)
+        if unparsed is not None:
+            return unparsed
     n = len(bounds) - 1
     read = [pa.field("uuid", pa.string())]
     for name, field in fields.items():
@@ -172,10 +185,46 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
     ids = parse_uuids(raw_uuid) if texts is None else parse_uuid_texts(texts)
     if ids is None:
         return None
+    columns = _metadata(journal, block, bounds, schema, raw_uuid, ids)
+    for name, field in fields.items():
+        column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
+        if column is None:
+            return None
+        columns[name] = column
+    return _decoded(block, bounds, schema, columns, ids)
+
+
+def _unparsed(journal: str, block: Block, bounds: np.ndarray,
+              schema: pa.Schema) -> DecodedBlock | None:
+    """A block of a read that selects no document field, its UUIDs read where every record
+    leads with one, without parsing the documents; None if they do not, or if the read's
+    mode must know which records are malformed (only PERMISSIVE without a corrupt-record
+    column need not: its rows of such records would differ in their nulls alone)."""
+    mode = ParseMode.of(schema)
+    if mode.mode != PERMISSIVE or mode.corrupt:
+        return None
+    found = _leading_texts(block, bounds)
+    if found is None:
+        return None
+    texts = found[1]
+    ids = parse_uuid_texts(texts)
+    if ids is None:
+        return None
+    n = len(texts)
+    raw_uuid = pa.StringArray.from_buffers(
+        n, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * 36),
+        pa.py_buffer(np.ascontiguousarray(texts)))
+    return _decoded(block, bounds, schema,
+                    _metadata(journal, block, bounds, schema, raw_uuid, ids), ids)
+
+
+def _metadata(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
+              raw_uuid: pa.Array, ids: UUIDColumns) -> dict[str, pa.Array]:
+    """The metadata and value columns `schema` selects (only those: a schema of document
+    fields makes none of them, nor the documents' text)."""
+    n = len(bounds) - 1
     names = set(schema.names)
     columns: dict[str, pa.Array] = {}
-    # Only the columns the schema selects are built: a schema of document fields makes none
-    # of the metadata, nor the documents' text.
     if names & {"uuid", "producer"}:
         columns["uuid"], columns["producer"] = uuid_columns(raw_uuid, ids)
     if "journal" in names:
@@ -186,11 +235,12 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
         columns["value"] = _lines(block.data, bounds)
     if "timestamp" in names:
         columns["timestamp"] = publish_times(ids.clock)
-    for name, field in fields.items():
-        column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
-        if column is None:
-            return None
-        columns[name] = column
+    return columns
+
+
+def _decoded(block: Block, bounds: np.ndarray, schema: pa.Schema,
+             columns: dict[str, pa.Array], ids: UUIDColumns) -> DecodedBlock:
+    n = len(bounds) - 1
     batch = pa.RecordBatch.from_arrays(
         [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
         schema=schema)

@@ -134,3 +134,19 @@ def test_uuids_in_capitals_read_in_lower_case_as_record_by_record() -> None:
     assert bulk.batch.to_pylist() == slow_block(task(JSON), capitals, schema).batch.to_pylist()
     assert bulk.batch.column("uuid").to_pylist() == decode_block(
         "a/b", block, schema).batch.column("uuid").to_pylist()
+
+
+def test_a_read_of_no_document_field_takes_leading_uuids_unparsed_unless_failfast() -> None:
+    block = rounds(JSON)
+    permissive = output_schema(JSON, None, mode="PERMISSIVE")
+    unparsed = decode_block("a/b", block, permissive)
+    assert unparsed.batch.to_pylist() == slow_block(task(JSON), block, permissive).batch.to_pylist()
+    # A record that leads with its UUID is its text and UUID, whatever follows: nothing
+    # is parsed. FAILFAST parses, and names the record that is not a document.
+    first = block.data.split(b"\n")[0]
+    broken = Block(block.base, block.data + first[:46] + b" not json\n")
+    rows = decode_block("a/b", broken, permissive).batch.to_pylist()
+    assert rows[-1]["value"] == (first[:46] + b" not json").decode()
+    assert rows[-1]["uuid"] == rows[0]["uuid"]
+    with pytest.raises(MessageDecodeError, match=f"offset {block.base + len(block.data)}"):
+        decode(task(JSON), broken, output_schema(JSON, None, mode="FAILFAST"))
