@@ -137,6 +137,9 @@ def get_session(master: str = DEFAULT_MASTER, app_name: str = "gazette",
     check_master(master)
     from pyspark.sql import SparkSession
 
+    # The executors' interpreter (the conf key only reaches spark-submit launches): by
+    # default this one, so they import the same installed packages as the driver.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if is_loopback_master(master):
         # Read by the JVM at launch; keeps Spark from picking an outward interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
