@@ -115,8 +115,7 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
 
     async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment] | None:
         try:
-            fragments = await fragments_retrying(stub, spec.name, timeout,
-                                                 UNASSIGNED if skip_unassigned else frozenset())
+            fragments = await fragments_retrying(stub, spec.name, timeout)
         except StatusError as e:
             if skip_unassigned and e.status in UNASSIGNED:
                 return None
@@ -134,15 +133,14 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
     return out
 
 
-async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: float,
-                             final: frozenset[int] = frozenset()
+async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: float
                              ) -> list[pb.FragmentsResponse._Fragment]:
-    """The journal's fragments, listing again after a retriable failure for up to `timeout`
-    (but not after a status in `final`, which the caller handles).
+    """The journal's fragments, listing again after a retriable failure for up to `timeout`.
 
     The broker asked proxies a listing to a member of the journal; while a member that
     died is still routed (until its lease ends or it restarts), the listing fails as
-    unavailable and a retry reaches the journal's next route.
+    unavailable and a retry reaches the journal's next route. A journal no broker serves
+    is not waited for: the caller fails or sets it aside at once (UNASSIGNED).
     """
     backoff = Backoff()
     loop = asyncio.get_running_loop()
@@ -154,7 +152,7 @@ async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: floa
         except GazetteError as e:
             delay = backoff.next_delay()
             if (not e.retriable or loop.time() + delay > give_up
-                    or (isinstance(e, StatusError) and e.status in final)):
+                    or (isinstance(e, StatusError) and e.status in UNASSIGNED)):
                 raise
             await asyncio.sleep(delay)
 
