@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from gazette_core.broker.client.backoff import Backoff
 from gazette_core.broker.client.channel import ClientConfig, close_channels, journal_stub
 from gazette_core.broker.client.journals import DEFAULT_TIMEOUT, list_fragments, list_journals
 from gazette_core.broker.protocol import protocol_pb2 as pb
@@ -114,8 +115,7 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
 
     async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment] | None:
         try:
-            fragments = await list_fragments(stub, pb.FragmentsRequest(journal=spec.name),
-                                             timeout=timeout)
+            fragments = await fragments_retrying(stub, spec.name, timeout)
         except StatusError as e:
             if skip_unassigned and e.status in UNASSIGNED:
                 return None
@@ -131,6 +131,30 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
         else:
             out.journals.append((spec, [f.spec for f in fragments]))
     return out
+
+
+async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: float
+                             ) -> list[pb.FragmentsResponse._Fragment]:
+    """The journal's fragments, listing again after a retriable failure for up to `timeout`.
+
+    The broker asked proxies a listing to a member of the journal; while a member that
+    died is still routed (until its lease ends or it restarts), the listing fails as
+    unavailable and a retry reaches the journal's next route. A journal no broker serves
+    is not waited for: the caller fails or sets it aside at once (UNASSIGNED).
+    """
+    backoff = Backoff()
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + timeout
+    while True:
+        try:
+            return await list_fragments(stub, pb.FragmentsRequest(journal=journal),
+                                        timeout=max(give_up - loop.time(), 0.1))
+        except GazetteError as e:
+            delay = backoff.next_delay()
+            if (not e.retriable or loop.time() + delay > give_up
+                    or (isinstance(e, StatusError) and e.status in UNASSIGNED)):
+                raise
+            await asyncio.sleep(delay)
 
 
 def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT,
