@@ -161,9 +161,7 @@ def test_a_journal_created_mid_query_is_read_from_its_start(
     apply(address, p, ["a"])
     append_to(address, f"{p}/a", message_round(0))
     out = tmp_path / "out"
-    query = (stream(spark, address, file_root, f"suite={p}").writeStream.format("json")
-             .option("checkpointLocation", str(tmp_path / "cp"))
-             .trigger(processingTime="100 milliseconds").start(str(out)))
+    query = json_query(stream(spark, address, file_root, f"suite={p}"), tmp_path, out)
     try:
         query.processAllAvailable()
         apply(address, p, ["b"])
@@ -324,35 +322,11 @@ def committed_batches(out: Path) -> list[Path]:
     return [f for f in metadata.iterdir() if f.name.isdigit()] if metadata.is_dir() else []
 
 
-def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors(
-        address: str, file_root: str, cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
-    p = "stream-cluster"
-    names = [f"{p}/a", f"{p}/b"]
-    apply(address, p, ["a", "b"])
-    for r in range(5):
-        for journal in names:
-            append_to(address, journal, message_round(r))
-    out = tmp_path / "out"
-    on_cluster = get_session(cluster.master, app_name="stream-cluster-test")
-    register(on_cluster)
-
-    # Ranges of ~1 kB: transactions straddle the ranges one micro-batch is split into.
-    (stream(on_cluster, address, file_root, f"suite={p}", splitBytes="1000",
-            maxBytesPerTrigger="3000").writeStream.format("json")
-     .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True)
-     .start(str(out)).awaitTermination())
-
-    assert output_rows(on_cluster, out) == committed(address, names)
-    assert on_cluster.sparkContext.master == cluster.master
-
-
 def test_a_selector_matching_nothing_yet_starts_and_picks_journals_up(
         spark: Any, address: str, file_root: str, tmp_path: Path) -> None:
     p = "stream-empty"
     out = tmp_path / "out"
-    query = (stream(spark, address, file_root, f"suite={p}").writeStream.format("json")
-             .option("checkpointLocation", str(tmp_path / "cp"))
-             .trigger(processingTime="100 milliseconds").start(str(out)))
+    query = json_query(stream(spark, address, file_root, f"suite={p}"), tmp_path, out)
     try:
         query.processAllAvailable()
         apply(address, p, ["a"])
@@ -458,3 +432,31 @@ def test_an_abandoned_transaction_whose_begin_was_pruned_does_not_fail_the_query
 
     assert flat(after) == committed(address, [journal], offset=seen)
     assert flat(after)
+
+
+
+def test_a_streaming_read_on_a_standalone_cluster_splits_ranges_on_its_executors(
+        address: str, file_root: str, cluster: Cluster, tmp_path: Path) -> None:  # noqa: F811
+    p = "stream-cluster"
+    names = [f"{p}/a", f"{p}/b"]
+    apply(address, p, ["a", "b"])
+    for r in range(5):
+        for journal in names:
+            append_to(address, journal, message_round(r))
+    out = tmp_path / "out"
+    on_cluster = get_session(cluster.master, app_name="stream-cluster-test")
+    register(on_cluster)
+
+    # Ranges of ~1 kB: transactions straddle the ranges one micro-batch is split into.
+    (stream(on_cluster, address, file_root, f"suite={p}", splitBytes="1000",
+            maxBytesPerTrigger="3000").writeStream.format("json")
+     .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True)
+     .start(str(out)).awaitTermination())
+
+    assert output_rows(on_cluster, out) == committed(address, names)
+    assert on_cluster.sparkContext.master == cluster.master
+
+def json_query(df: Any, tmp_path: Path, out: Path) -> Any:
+    """A running query of `df` into JSON files at `out`, checkpointed under `tmp_path`."""
+    return (df.writeStream.format("json").option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(processingTime="100 milliseconds").start(str(out)))
