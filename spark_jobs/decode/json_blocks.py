@@ -185,7 +185,7 @@ def _bulk(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
     ids = parse_uuids(raw_uuid) if texts is None else parse_uuid_texts(texts)
     if ids is None:
         return None
-    columns = _metadata(journal, block, bounds, schema, raw_uuid, ids)
+    columns = _metadata(journal, block, bounds, schema, raw_uuid, ids, texts)
     for name, field in fields.items():
         column = from_text(table.column(field).combine_chunks(), schema.field(name).type)
         if column is None:
@@ -215,18 +215,19 @@ def _unparsed(journal: str, block: Block, bounds: np.ndarray,
         n, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * 36),
         pa.py_buffer(np.ascontiguousarray(texts)))
     return _decoded(block, bounds, schema,
-                    _metadata(journal, block, bounds, schema, raw_uuid, ids), ids)
+                    _metadata(journal, block, bounds, schema, raw_uuid, ids, texts), ids)
 
 
 def _metadata(journal: str, block: Block, bounds: np.ndarray, schema: pa.Schema,
-              raw_uuid: pa.Array, ids: UUIDColumns) -> dict[str, pa.Array]:
+              raw_uuid: pa.Array, ids: UUIDColumns,
+              texts: np.ndarray | None) -> dict[str, pa.Array]:
     """The metadata and value columns `schema` selects (only those: a schema of document
     fields makes none of them, nor the documents' text)."""
     n = len(bounds) - 1
     names = set(schema.names)
     columns: dict[str, pa.Array] = {}
     if names & {"uuid", "producer"}:
-        columns["uuid"], columns["producer"] = uuid_columns(raw_uuid, ids)
+        columns["uuid"], columns["producer"] = uuid_columns(raw_uuid, ids, texts)
     if "journal" in names:
         columns["journal"] = repeated(journal, n)
     if "offset" in names:
@@ -282,14 +283,15 @@ def from_text(column: pa.Array, kind: pa.DataType) -> pa.Array | None:
         return None
 
 
-def uuid_columns(raw: pa.Array, ids: UUIDColumns) -> tuple[pa.Array, pa.Array]:
-    """The uuid and producer columns of UUID texts whose parts are `ids`.
+def uuid_columns(raw: pa.Array, ids: UUIDColumns,
+                 texts: np.ndarray | None) -> tuple[pa.Array, pa.Array]:
+    """The uuid and producer columns of UUID texts whose parts are `ids`; `texts` are
+    their (rows, 36) bytes, as _fixed_texts found them (None: not all 36 long).
 
     When every text is a UUID in lower case (no "", no nil UUID: the common case), the
     texts are the column as they are, and the producers are cut from them in one copy.
     """
     n = len(raw)
-    texts = _fixed_texts(raw)
     if texts is None or not np.all(ids.clock | ids.producer | ids.flags) or np.any(
             (texts >= ord("A")) & (texts <= ord("F"))):
         uuid = uuid_column(raw)
