@@ -17,6 +17,12 @@
   MB/s over the anchor's: `spark_count_vs_files` (the schemaless count against
   the files' count), `spark_agg_vs_files` (the aggregations),
   `spark_split_vs_files` (the one-journal split read against the files' count);
+- the ceilings (spark_ceilings.py): a Python reader that yields batches built
+  beforehand, of a schemaless read's columns and of the schema's, against the
+  same anchor (`spark_ceiling_count_vs_files`, `spark_ceiling_agg_vs_files`),
+  and a Python writer that drops its rows against `df.write.json`
+  (`spark_ceiling_write_vs_files`): the most any Python data source reaches
+  here, the bar the `gazette` ratios are to be read against;
 - `spark_write_msgs_per_s`: `df.write.format("gazette")` of WRITE_ROWS small
   rows into one journal, against `spark_write_append_records_per_s`, the
   AppendService enqueueing records of the same size (`spark_write_ratio`),
@@ -27,8 +33,8 @@
 Spark runs in local mode on this machine's cores, its session started before
 anything is timed. MB are content bytes, persisted to `file://` fragments but
 for each journal's spool. Each figure is the best of RUNS; the reads (and the
-two writes) compared by a ratio run in turn, RUNS rounds, so a load that comes
-and goes weighs on both sides. A part whose mode of the data source fails (not
+writes) compared by a ratio run in turn, RUNS rounds, so a load that comes
+and goes weighs on all sides. A part whose mode of the data source fails (not
 built yet, or broken) reports `<name>_error` with the failure's first line
 instead of its figures. Alone: `python -m bench.spark_source_bench` (on its own
 local stack; BENCH_SPARK_MB and BENCH_SPARK_WRITE_ROWS scale it down).
@@ -47,7 +53,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from bench import broker_bench, spark_stream_bench
+from bench import broker_bench, spark_ceilings, spark_stream_bench
 from bench.journals_frame_bench import best_seconds, gazctl_read, json_chunks, wait_persisted
 from gazette_core.broker.client.appender import append_retrying
 from gazette_core.broker.client.journals import apply_journals
@@ -139,6 +145,10 @@ def reads(spark: SparkSession, broker: str, root: str, files: Path,
     def anchor() -> DataFrame:
         return spark.read.schema(SCHEMA).json(str(files))
 
+    def ceiling(kind: str) -> DataFrame:
+        return spark.read.format(spark_ceilings.READER).option("files", str(files)) \
+            .option("kind", kind).load()
+
     def aggregate(df: DataFrame) -> object:
         return df.groupBy("key").agg(F.sum("n")).collect()
 
@@ -150,9 +160,12 @@ def reads(spark: SparkSession, broker: str, root: str, files: Path,
         "split": lambda: frame(ONE, splitBytes=split).count(),
         "files_count": lambda: anchor().count(),
         "files_agg": lambda: aggregate(anchor()),
+        "ceiling_count": lambda: ceiling("row").count(),
+        "ceiling_agg": lambda: aggregate(ceiling("doc")),
     }
-    for body in bodies.values():
-        body()  # warm-up: Python workers started, stores built, the files in the page cache
+    for _ in range(2):  # warm-up: workers started (and their ceiling batches built), stores
+        for body in bodies.values():  # built, the files in the page cache
+            body()
     took = alternated(bodies, RUNS)
     mb = total / 1e6
     out = {"spark_read_mb_s": mb / took["count"],
@@ -166,6 +179,9 @@ def reads(spark: SparkSession, broker: str, root: str, files: Path,
     out["spark_count_vs_files"] = took["files_count"] / took["count"]
     out["spark_agg_vs_files"] = took["files_agg"] / took["agg"]
     out["spark_split_vs_files"] = took["files_count"] / took["split"]
+    # The same ratios for a Python reader that does no work: the most the API allows here.
+    out["spark_ceiling_count_vs_files"] = took["files_count"] / took["ceiling_count"]
+    out["spark_ceiling_agg_vs_files"] = took["files_agg"] / took["ceiling_agg"]
     out["spark_read_ratio"] = out["spark_read_mb_s"] / out["spark_read_gazctl_mb_s"]
     out["spark_read_one_journal_gazctl_mb_s"] = mb / best_seconds(
         lambda: gazctl_read(broker, ONE), RUNS)
@@ -194,12 +210,18 @@ def writes(spark: SparkSession, broker: str, tmp: Path) -> dict[str, float]:
     def write_files() -> None:
         df.write.mode("overwrite").json(target)
 
+    def write_null() -> None:
+        df.write.format(spark_ceilings.WRITER).mode("append").save()
+
     write()  # warm-up, and the failure of a sink that is not there yet
     write_files()
-    took = alternated({"gazette": write, "files": write_files}, RUNS)
+    write_null()
+    took = alternated({"gazette": write, "files": write_files, "null": write_null}, RUNS)
     out = {"spark_write_msgs_per_s": WRITE_ROWS / took["gazette"],
            "spark_write_files_rows_per_s": WRITE_ROWS / took["files"],
-           "spark_write_vs_files": took["files"] / took["gazette"]}
+           "spark_write_vs_files": took["files"] / took["gazette"],
+           # A Python writer that drops its rows: the most the API allows here.
+           "spark_ceiling_write_vs_files": took["files"] / took["null"]}
     # The same JSON lines as the rows make, each with its UUID: the sink's messages.
     lines = [line for chunk in json_chunks(JOURNALS, 2 * MiB) for line in chunk.splitlines(True)]
     rates = [asyncio.run(append_rate(broker, lines)) for _ in range(RUNS)]
@@ -217,8 +239,10 @@ def measure(stack: local_stack.Stack, tmp: Path) -> dict[str, float | str]:
     broker = stack.brokers[0].endpoint
     files = tmp / "spark-files"
     total = asyncio.run(populate(broker, files))
+    spark_ceilings.with_repo_on_path()  # Before the JVM starts: its workers import the module.
     spark = get_session("local[*]", app_name="gazette-bench-spark")
     register(spark)
+    spark_ceilings.register(spark)
     try:
         out = guarded("spark_read", lambda: reads(
             spark, broker, str(stack.directory / "fragments"), files, total))
