@@ -21,6 +21,7 @@ from bench import (
     recoverylog_bench,
     redis_baseline,
     shards_prune_bench,
+    spark_ceilings,
     spark_source_bench,
 )
 from gazette_core.broker.client.appender import append_retrying
@@ -102,6 +103,9 @@ def _redis(records_per_s: float) -> dict[str, float]:
 
 
 def main() -> None:
+    # The one JVM that every Spark part shares starts with the repository on its workers'
+    # path: spark_ceilings' data sources are imported by name there.
+    spark_ceilings.with_repo_on_path()
     ceiling_port = free_port()
     server = ceiling.start_server(ceiling_port)
     with tempfile.TemporaryDirectory(prefix="gazette-bench-") as tmp:

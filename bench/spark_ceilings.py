@@ -14,7 +14,8 @@ Two data sources that do no work of their own:
 
 Workers import this module by name (classes defined here are pickled by
 reference), so the JVM must be started with the repository on PYTHONPATH:
-`with_repo_on_path()` before the session. Batches are cached per worker
+`with_repo_on_path()` before the process's first session (a JVM outlives its
+sessions, and its workers take the path it started with). Batches are cached per worker
 process; a run on a worker that has not built them yet is slower, which the
 bench's best-of-runs leaves out.
 """
