@@ -1,7 +1,8 @@
 """Spark for gazette: the `gazette` data source, and batch jobs run by gazctl or spark-submit.
 
 Layers, lowest first; a module imports only its own layer or lower ones:
-- `selection` (which journals: listing and file-root checks) and `job_errors`;
+- `selection` (which journals: listing and file-root checks; `head_listing`, a read's
+  listing up to the write head) and `job_errors`;
 - `decode/`: the read engine executors run (content, Arrow blocks, sequencing);
 - `source/`: the data source's reads (options, planning, range and stream reads);
 - `sink/`: the data source's writes;

@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--file-only", action="store_true")
     args = parser.parse_args(argv)
     try:
-        plan = plan_frame(list_selection(args.address, args.selector), broker=args.address,
+        plan = plan_frame(list_selection(args.address, args.selector, to_head=True),
+                          broker=args.address,
                           since=args.since, unpersisted=not args.persisted_only,
                           file_root=args.file_root, file_only=args.file_only)
         options = frame_options(args.selector, broker=args.address, since=args.since,

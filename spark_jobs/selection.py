@@ -15,7 +15,7 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -28,6 +28,7 @@ from gazette_core.broker.protocol import protocol_pb2 as pb
 from gazette_core.broker.protocol.labels_ext import parse_selector
 from gazette_core.broker.protocol.suspend_ext import suspend_level
 from gazette_core.errors import GazetteError, StatusError, ValidationError
+from spark_jobs.head_listing import Listing, listing_to_head
 
 if TYPE_CHECKING:
     from gazette_core.broker.protocol.protocol_pb2_grpc import JournalAsyncStub
@@ -93,18 +94,22 @@ def is_suspended(spec: pb.JournalSpec) -> bool:
 async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, text: str,
                           timeout: float = DEFAULT_TIMEOUT,
                           progress: ListingProgress | None = None,
-                          skip_unassigned: bool = False) -> Selection:
+                          skip_unassigned: bool = False, to_head: bool = False,
+                          client: ClientConfig | None = None) -> Selection:
     """The journals `selector` matches with all their fragments; suspended ones set aside.
 
     `progress`, if given, learns how many journals are listed and each one as it is done.
     With `skip_unassigned`, a journal no broker serves yet (just created, not yet
-    assigned) is set aside in `unassigned` instead of failing the listing.
+    assigned) is set aside in `unassigned` instead of failing the listing. With `to_head`,
+    each journal's fragments reach its write head (head_listing.py; `client` dials the
+    members of its route): what reads need.
     """
     listed = await list_journals(stub, selector, timeout=timeout)
     if not listed.journals:
         raise NothingMatched(f"no journals match {text!r}")
     out = Selection()
     active = []
+    routes = {j.spec.name: j.route for j in listed.journals}
     for j in listed.journals:
         if is_suspended(j.spec):
             out.suspended.append(j.spec.name)
@@ -114,8 +119,13 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
         progress.start(len(active))
 
     async def list_one(spec: pb.JournalSpec) -> list[pb.FragmentsResponse._Fragment] | None:
+        def listed(at: JournalAsyncStub, do_not_proxy: bool) -> Awaitable[Listing]:
+            return fragments_retrying(at, spec.name, timeout, do_not_proxy)
+
         try:
-            fragments = await fragments_retrying(stub, spec.name, timeout)
+            route = routes[spec.name]
+            fragments = (await listing_to_head(stub, spec.name, route, listed, client)
+                         if to_head else await listed(stub, False))
         except StatusError as e:
             if skip_unassigned and e.status in UNASSIGNED:
                 return None
@@ -133,8 +143,8 @@ async def fetch_selection(stub: JournalAsyncStub, selector: pb.LabelSelector, te
     return out
 
 
-async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: float
-                             ) -> list[pb.FragmentsResponse._Fragment]:
+async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: float,
+                             do_not_proxy: bool = False) -> Listing:
     """The journal's fragments, listing again after a retriable failure for up to `timeout`.
 
     The broker asked proxies a listing to a member of the journal; while a member that
@@ -147,8 +157,9 @@ async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: floa
     give_up = loop.time() + timeout
     while True:
         try:
-            return await list_fragments(stub, pb.FragmentsRequest(journal=journal),
-                                        timeout=max(give_up - loop.time(), 0.1))
+            return await list_fragments(stub, pb.FragmentsRequest(
+                journal=journal, do_not_proxy=do_not_proxy),
+                timeout=max(give_up - loop.time(), 0.1))
         except GazetteError as e:
             delay = backoff.next_delay()
             if (not e.retriable or loop.time() + delay > give_up
@@ -158,15 +169,17 @@ async def fragments_retrying(stub: JournalAsyncStub, journal: str, timeout: floa
 
 
 def list_selection(broker: str, selector: str, timeout: float = DEFAULT_TIMEOUT,
-                   client: ClientConfig | None = None) -> Selection:
-    """The journals `selector` matches and their fragments, listed through `broker`."""
+                   client: ClientConfig | None = None, to_head: bool = False) -> Selection:
+    """The journals `selector` matches and their fragments, listed through `broker`
+    (`to_head`: up to each one's write head, as reads need)."""
     if not selector.strip():
         raise ValidationError("--selector", "a selector is required, e.g. -l name=acme/clicks")
     sel = parse_selector(selector)
 
     async def fetch() -> Selection:
         try:
-            return await fetch_selection(journal_stub(broker, client), sel, selector, timeout)
+            return await fetch_selection(journal_stub(broker, client), sel, selector, timeout,
+                                         to_head=to_head, client=client)
         finally:
             await close_channels()
 

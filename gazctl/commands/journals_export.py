@@ -68,7 +68,7 @@ def export(
     begin = since_to_unix(since)
     address = broker_address(broker)
     root, _ = resolve_file_root(file_root, address)
-    selection = list_selection(broker, sel, selector, timeout)
+    selection = list_selection(broker, sel, selector, timeout, to_head=True)
     client = client_config()
     plan = plan_frame(selection, broker=address, since=begin, unpersisted=not persisted_only,
                       file_root=root, file_only=file_only, client=client)

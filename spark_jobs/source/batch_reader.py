@@ -59,7 +59,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.options
-        selection = list_selection(o.broker, o.selector, o.timeout, o.client)
+        selection = list_selection(o.broker, o.selector, o.timeout, o.client, to_head=True)
         plan = plan_frame(selection, broker=o.broker, since=o.since, unpersisted=o.unpersisted,
                           file_root=o.file_root, file_only=o.file_only, client=o.client,
                           ring_size=o.ring_size, words=SPARK)

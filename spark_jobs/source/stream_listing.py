@@ -1,8 +1,9 @@
 """What the `gazette` streaming source's driver asks the brokers, and the tasks it hands out.
 
 `list_stream` lists the journals a query's selector matches with their
-fragments (one List and one ListFragments per journal, through the broker
-and with the TLS and authorization the options give); suspended journals are
+fragments up to each one's write head (one List, and a Read of the head and a
+ListFragments per journal, through the broker and with the TLS and
+authorization the options give: selection.py, head_listing.py); suspended journals are
 set aside, not taken for deleted, as are journals so new that no broker
 serves them yet. `range_task` makes the `RangeTask` of a
 range from that listing: the fragments covering it and every transaction
@@ -52,7 +53,7 @@ def list_stream(options: ReadOptions, *, allow_empty: bool) -> Listing:
         try:
             return await fetch_selection(journal_stub(o.broker, o.client),
                                          parse_selector(o.selector), o.selector, o.timeout,
-                                         skip_unassigned=True)
+                                         skip_unassigned=True, to_head=True, client=o.client)
         except NothingMatched:
             if not allow_empty:
                 raise
