@@ -11,7 +11,8 @@ the write head").
 So the write head is asked first (every acknowledged append lies below it),
 then the listing. Where the listing ends short of that head or leaves a hole,
 each member of the route is asked directly (`do_not_proxy`) and the fragments
-they persisted are merged in. A listing that still ends short fails as
+they persisted are merged in (a member that cannot answer is passed over). A
+listing that still ends short fails as
 unavailable (a hole left is the reader's to judge: content pruned), never a
 short read; an empty listing is taken as every fragment pruned. selection.py calls this for
 the listings of reads (`to_head`); pruning needs no more than what is listed.
@@ -83,7 +84,12 @@ async def listing_to_head(stub: JournalAsyncStub, journal: str, route: pb.Route,
     for endpoint in route.endpoints:
         if not falls_short([f.spec for f in listing], head):
             return listing
-        own = await listed(journal_stub(endpoint, client), True)
+        try:
+            own = await listed(journal_stub(endpoint, client), True)
+        except GazetteError:
+            # A member not serving the journal yet (its view of the route lags), or gone:
+            # it has nothing to add, and the check below still refuses a short listing.
+            continue
         listing = merged(listing, own)
     if ends_short([f.spec for f in listing], head):
         end = max(f.spec.end for f in listing)
